@@ -1,0 +1,4 @@
+"""attn_forecast: a single-head (and multi-head) Q/K/V self-attention forecaster for time
+series, with the data, windowing, training, evaluation and figure code that the DVC stages in
+``stages/`` wire together."""
+__version__ = "0.1.0"

@@ -1,0 +1,97 @@
+"""Score a trained model and the baselines on the test windows, in the series' own units.
+
+Model-space outputs are unscaled and, for ``diff`` / ``log_return``, rebuilt into levels from
+the last actual value, so every forecaster is compared on the same targets.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import metrics as M
+from .errors import UserInputError
+from .train import predict
+from .windows import Prepared, gather_windows, to_levels
+
+
+@dataclass
+class Evaluation:
+    metrics: dict
+    t: np.ndarray                  # (N,) time of each window's first target
+    actual: np.ndarray             # (N, H) levels
+    forecasts: dict[str, np.ndarray]  # name -> (N, H) levels, "model" first
+    mean_weights: np.ndarray | None   # (L, heads, W, W) over the test windows
+    example_weights: np.ndarray | None  # (L, heads, W, W) of the first test window
+
+
+def _levels(prep: Prepared, z_pred: np.ndarray, last: np.ndarray) -> np.ndarray:
+    return to_levels(prep.scaler.inverse(z_pred.astype(np.float64)), last, prep.transform)
+
+
+@torch.no_grad()
+def attention_weights(model: nn.Module, z: torch.Tensor, ends: torch.Tensor, window: int,
+                      horizon: int, batch: int = 2048):
+    """Mean weights over the windows and the first window's, both (L, heads, W, W)."""
+    model.eval()
+    total, first = None, None
+    for i in range(0, len(ends), batch):
+        x, _ = gather_windows(z, ends[i:i + batch], window, horizon)
+        _, weights = model(x, need_weights=True)
+        w = torch.stack(weights, dim=1)  # (B, L, heads, W, W)
+        if first is None:
+            first = w[0].double().cpu().numpy()
+        s = w.double().sum(dim=0)
+        total = s if total is None else total + s
+    return (total / len(ends)).cpu().numpy(), first
+
+
+def evaluate(prep: Prepared, model: nn.Module, *, ridge_alpha: float, season: int,
+             noise_std: float | None, device: torch.device | str = "cpu") -> Evaluation:
+    W, H, off = prep.split.window, prep.split.horizon, prep.offset
+    test = prep.split.ends("test")
+    train = prep.split.ends("train")
+    first = prep.first_target_level(test)                 # (N,) level index
+    idx = first[:, None] + np.arange(H)[None, :]          # (N, H)
+    actual = prep.levels[idx]
+    last = prep.levels[first - 1]
+    train_levels = prep.levels[:prep.split.train_end + off]
+
+    z_dev = torch.from_numpy(prep.z).to(device)
+    z_model = predict(model, z_dev, torch.from_numpy(test).to(device), W, H).cpu().numpy()
+    x_tr, y_tr = gather_windows(prep.z, train, W, H)
+    x_te, _ = gather_windows(prep.z, test, W, H)
+    forecasts = {
+        "model": _levels(prep, z_model, last),
+        "naive": M.naive_forecast(last, H),
+    }
+    if season:
+        if first.min() - season < 0:
+            raise UserInputError(f"evaluate.season ({season}) reaches before the start of the "
+                                 f"series; it must be < {int(first.min())}")
+        forecasts["seasonal_naive"] = M.seasonal_naive_forecast(prep.levels, first, H, season)
+    forecasts["mean"] = M.mean_forecast(train_levels, len(test), H)
+    forecasts["ridge"] = _levels(prep, M.ridge_forecast(x_tr, y_tr, x_te, ridge_alpha), last)
+
+    has_signal = bool(np.isfinite(prep.signal).all())
+    signal = prep.signal[idx] if has_signal else None
+    noise_var = noise_std ** 2 if (has_signal and noise_std) else None
+    naive_rmse = M.rmse(actual, forecasts["naive"])
+    metrics = {name: M.score(actual, p, last, train_levels=train_levels, signal=signal,
+                             noise_var=noise_var, naive_rmse=naive_rmse)
+               for name, p in forecasts.items()}
+    metrics["n_test"] = int(len(test))
+
+    mean_w = example_w = None
+    if getattr(model, "blocks", None) is not None:
+        mean_w, example_w = attention_weights(model, z_dev, torch.from_numpy(test).to(device),
+                                              W, H)
+    return Evaluation(metrics, prep.t[first], actual, forecasts, mean_w, example_w)
+
+
+def lag_profile(mean_weights: np.ndarray) -> np.ndarray:
+    """Mean weight the last query of the last layer gives each lag, averaged over heads;
+    index 0 = lag 0 (the newest input)."""
+    return mean_weights[-1, :, -1, :].mean(axis=0)[::-1]

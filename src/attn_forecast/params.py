@@ -1,0 +1,217 @@
+"""Typed, validated view of ``params.yaml``: one pydantic model per section.
+
+Every stage validates the whole file when it starts, so a typo anywhere is caught before any
+work is done. A bad value raises :class:`ParamsError` with one line naming the key, the value
+and what is allowed, e.g. ``params.yaml: prepare.window must be an integer >= 1, got 0``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
+
+from .errors import UserInputError
+
+
+class ParamsError(UserInputError):
+    """A key of params.yaml is missing, unknown, of the wrong type or out of range."""
+
+
+def _no_bool(v: Any) -> Any:
+    # YAML `true` would otherwise pass as 1.0 for a float field.
+    if isinstance(v, bool):
+        raise ValueError("bool")
+    return v
+
+
+Int = Annotated[int, Strict()]
+Bool = Annotated[bool, Strict()]
+Float = Annotated[float, BeforeValidator(_no_bool)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DataParams(_Section):
+    kind: Literal["sine", "seasonal", "random_walk", "csv"] = "sine"
+    n_points: Int = Field(300, ge=2)
+    noise_std: Float = Field(0.15, ge=0)
+    seed: Int = Field(42, ge=0)
+    # seasonal: trend per step and two seasonal periods (in steps) with their amplitudes
+    trend: Float = 0.002
+    period1: Float = Field(50.0, gt=0)
+    amplitude1: Float = 1.0
+    period2: Float = Field(12.0, gt=0)
+    amplitude2: Float = 0.5
+    # random_walk: geometric Brownian motion, drift and volatility per step
+    start_price: Float = Field(100.0, gt=0)
+    drift: Float = 0.0002
+    volatility: Float = Field(0.01, ge=0)
+    # csv: a user's own series
+    csv_path: str = ""
+    csv_column: str = "value"
+    csv_time_column: str = ""
+    missing: Literal["error", "interpolate", "drop"] = "error"
+
+
+class PrepareParams(_Section):
+    window: Int = Field(10, ge=1)
+    horizon: Int = Field(1, ge=1)
+    test_frac: Float = Field(0.2, gt=0, lt=1)
+    val_frac: Float = Field(0.0, ge=0, lt=1)
+    scaler: Literal["zscore", "minmax", "none"] = "zscore"
+    transform: Literal["none", "diff", "log_return"] = "none"
+
+
+class ModelParams(_Section):
+    kind: Literal["attention", "lstm"] = "attention"
+    d_model: Int = Field(32, ge=1)
+    ffn_dim: Int = Field(64, ge=1)
+    n_heads: Int = Field(1, ge=1)
+    n_layers: Int = Field(1, ge=1)
+    positional: Literal["sinusoidal", "learned", "none"] = "sinusoidal"
+    residual: Bool = False
+    pooling: Literal["last", "mean"] = "last"
+    dropout: Float = Field(0.0, ge=0, lt=1)
+
+
+class TrainParams(_Section):
+    seed: Int = Field(42, ge=0)
+    epochs: Int = Field(300, ge=1)
+    lr: Float = Field(0.005, gt=0)
+    batch_size: Int = Field(0, ge=0)
+    optimizer: Literal["adam", "adamw"] = "adam"
+    weight_decay: Float = Field(0.0, ge=0)
+    loss: Literal["mse", "mae", "huber"] = "mse"
+    scheduler: Literal["none", "step", "cosine"] = "none"
+    step_size: Int = Field(100, ge=1)
+    gamma: Float = Field(0.5, gt=0, le=1)
+    warmup_epochs: Int = Field(0, ge=0)
+    grad_clip: Float = Field(0.0, ge=0)
+    patience: Int = Field(0, ge=0)
+    augment_noise: Float = Field(0.0, ge=0)
+    augment_scale: Float = Field(0.0, ge=0, lt=1)
+    augment_shift: Float = Field(0.0, ge=0)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    precision: Literal["fp32", "bf16"] = "fp32"
+    compile: Bool = False
+    nproc: Int = Field(1, ge=1)
+
+
+class EvaluateParams(_Section):
+    ridge_alpha: Float = Field(1.0, ge=0)
+    season: Int = Field(0, ge=0)
+
+
+class RenderParams(_Section):
+    dpi: Int = Field(110, ge=50, le=600)
+
+
+class Params(_Section):
+    data: DataParams = DataParams()
+    prepare: PrepareParams = PrepareParams()
+    model: ModelParams = ModelParams()
+    train: TrainParams = TrainParams()
+    evaluate: EvaluateParams = EvaluateParams()
+    render: RenderParams = RenderParams()
+
+
+_WHAT = {
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "model_type": "a mapping of keys",
+    "value_error": "a number",
+}
+_BOUND = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
+          "less_than_equal": "<="}
+
+
+def _field_kind(model: type[BaseModel], loc: tuple) -> str:
+    """'an integer' or 'a number' for the field at ``loc``, '' if unknown."""
+    for key in loc[:-1]:
+        model = model.model_fields[key].annotation
+    field = model.model_fields.get(loc[-1]) if isinstance(model, type) else None
+    if field is None:
+        return ""
+    return {int: "an integer", float: "a number"}.get(field.annotation, "")
+
+
+def _one_line(err: ValidationError) -> str:
+    e = err.errors()[0]
+    loc = tuple(str(p) for p in e["loc"])
+    key = ".".join(loc)
+    typ, got = e["type"], e.get("input")
+    if typ == "extra_forbidden":
+        parent: Any = Params
+        for p in loc[:-1]:
+            parent = parent.model_fields[p].annotation
+        known = ", ".join(parent.model_fields)
+        return f"params.yaml: unknown key {key} (known keys here: {known})"
+    if typ == "literal_error":
+        allowed = e["ctx"]["expected"].replace("' or '", "' | '").replace("', '", "' | '")
+        return f"params.yaml: {key} must be one of {allowed}, got {got!r}"
+    if typ in _BOUND:
+        bound = next(iter(e["ctx"].values()))
+        kind = _field_kind(Params, loc) or "a number"
+        return f"params.yaml: {key} must be {kind} {_BOUND[typ]} {bound}, got {got!r}"
+    what = _WHAT.get(typ, e["msg"].lower())
+    return f"params.yaml: {key} must be {what}, got {got!r}"
+
+
+def _check_combinations(p: Params) -> None:
+    """Rules that span keys; sizes of the data are checked where the data is known."""
+    if p.prepare.test_frac + p.prepare.val_frac >= 1:
+        raise ParamsError(
+            "params.yaml: prepare.test_frac + prepare.val_frac must be < 1, got "
+            f"{p.prepare.test_frac} + {p.prepare.val_frac}")
+    if p.model.d_model % p.model.n_heads:
+        raise ParamsError(
+            f"params.yaml: model.d_model ({p.model.d_model}) must be divisible by "
+            f"model.n_heads ({p.model.n_heads})")
+    if p.data.kind == "csv" and not p.data.csv_path:
+        raise ParamsError("params.yaml: data.csv_path must name a CSV file when data.kind is csv")
+    if p.model.positional == "sinusoidal" and p.model.kind == "attention" and p.model.d_model % 2:
+        raise ParamsError(
+            f"params.yaml: model.d_model must be even with sinusoidal positions, got {p.model.d_model}")
+    if p.data.kind in ("sine", "seasonal", "random_walk"):
+        min_points = p.prepare.window + p.prepare.horizon + 1
+        if p.data.n_points < min_points:
+            raise ParamsError(
+                f"params.yaml: data.n_points must be >= {min_points} for window "
+                f"{p.prepare.window} + horizon {p.prepare.horizon}, got {p.data.n_points}")
+
+
+def parse_params(raw: Any) -> Params:
+    """Validate a parsed params mapping; raises ParamsError with one line."""
+    if not isinstance(raw, dict):
+        raise ParamsError(f"params.yaml: must be a mapping of sections, got {type(raw).__name__}")
+    try:
+        p = Params.model_validate(raw)
+    except ValidationError as err:
+        raise ParamsError(_one_line(err)) from None
+    _check_combinations(p)
+    return p
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    """Read and validate a params file (YAML, safe loader)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ParamsError(f"{path}: file not found") from None
+    try:
+        raw = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ParamsError(f"{path}: not valid YAML{where}") from None
+    return parse_params(raw)

@@ -1,0 +1,149 @@
+"""Figures, one function each, taking arrays (never a model) and writing one PNG.
+
+Agg backend, explicit ``fig, ax`` API, one shared style, closed after saving.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .io import atomic_path  # noqa: E402
+
+STYLE = {
+    "figure.facecolor": "white", "axes.grid": True, "grid.alpha": 0.3, "axes.titlesize": 11,
+    "axes.labelsize": 10, "legend.fontsize": 8, "xtick.labelsize": 8, "ytick.labelsize": 8,
+    "axes.spines.top": False, "axes.spines.right": False,
+}
+COLORS = {"actual": "#333333", "model": "#d62728", "naive": "#1f77b4", "ridge": "#2ca02c",
+          "train": "#1f77b4", "val": "#ff7f0e", "test": "#2ca02c"}
+
+
+def _save(fig, path: str | Path, dpi: int) -> None:
+    # PNG metadata carries no timestamp, so the bytes depend on the data only
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png", metadata={"Software": None})
+    plt.close(fig)
+
+
+def _heatmap(ax, weights: np.ndarray, title: str, fig) -> None:
+    T = weights.shape[-1]
+    im = ax.imshow(weights, cmap="viridis", vmin=0, aspect="auto")
+    ticks = np.arange(T)
+    labels = [f"t-{T - 1 - i}" if i < T - 1 else "t" for i in ticks]
+    step = max(1, T // 10)
+    ax.set_xticks(ticks[::step], labels[::step], rotation=90)
+    ax.set_yticks(ticks[::step], labels[::step])
+    ax.set_xlabel("key position (input step)")
+    ax.set_ylabel("query position")
+    ax.set_title(title)
+    ax.grid(False)
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="weight")
+
+
+def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weights,
+             baselines: dict[str, float], model_rmse: float, units: str = "value",
+             dpi: int = 110) -> None:
+    """The source's 2x2 sheet: loss curve, test truth vs prediction, attention heatmap,
+    residual histogram. ``weights`` (T, T) or None (a model without attention)."""
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+        ax = axes[0, 0]
+        ax.plot(epochs, train_loss, color=COLORS["train"], label="train")
+        if val_loss is not None and np.isfinite(val_loss).any():
+            ax.plot(epochs, val_loss, color=COLORS["val"], label="validation")
+        ax.set_yscale("log")
+        ax.set(title="Training loss", xlabel="epoch", ylabel="loss (scaled units, log)")
+        ax.legend()
+
+        ax = axes[0, 1]
+        ax.plot(t, actual, color=COLORS["actual"], lw=1.2, label="actual")
+        ax.plot(t, predicted, color=COLORS["model"], lw=1.2, ls="--",
+                label=f"model (RMSE {model_rmse:.3g})")
+        note = ", ".join(f"{k} {v:.3g}" for k, v in baselines.items() if v is not None)
+        ax.set(title="Test set: actual vs predicted", xlabel="t", ylabel=units)
+        ax.legend(title=f"baseline RMSE: {note}" if note else None, title_fontsize=8)
+
+        ax = axes[1, 0]
+        if weights is not None:
+            _heatmap(ax, weights, "Attention weights (first test window)", fig)
+        else:
+            ax.text(0.5, 0.5, "no attention in this model", ha="center", va="center")
+            ax.set_axis_off()
+
+        ax = axes[1, 1]
+        resid = np.asarray(predicted) - np.asarray(actual)
+        ax.hist(resid, bins=min(30, max(5, len(resid) // 3)), color=COLORS["model"],
+                alpha=0.75, edgecolor="white")
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set(title="Test residuals (predicted - actual)", xlabel=f"residual ({units})",
+               ylabel="count")
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def attention_maps(path, *, mean_weights: np.ndarray, example_weights: np.ndarray,
+                   dpi: int = 110) -> None:
+    """Per layer and head: the mean weights over the test windows beside one example window.
+    Both arrays (L, H, T, T)."""
+    L, H = mean_weights.shape[:2]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(L * H, 2, figsize=(9, 3.8 * L * H), squeeze=False)
+        for layer in range(L):
+            for head in range(H):
+                row = layer * H + head
+                tag = f"layer {layer + 1}, head {head + 1}"
+                _heatmap(axes[row, 0], mean_weights[layer, head],
+                         f"Mean over test windows ({tag})", fig)
+                _heatmap(axes[row, 1], example_weights[layer, head],
+                         f"First test window ({tag})", fig)
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def attention_by_lag(path, *, lags: np.ndarray, weight: np.ndarray, dpi: int = 110) -> None:
+    """Mean weight the last query gives to each lag (0 = the newest input)."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.bar(lags, weight, color=COLORS["model"], alpha=0.8)
+        ax.axhline(1 / len(lags), color="black", lw=0.8, ls=":", label="uniform attention")
+        ax.set(title="What the model looks at: last query's weight by lag",
+               xlabel="lag (steps before the forecast origin; 0 = newest input)",
+               ylabel="mean attention weight")
+        ax.legend()
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def forecast(path, *, t_all, values, spans: dict[str, tuple], t_test, model, naive,
+             units: str = "value", dpi: int = 110) -> None:
+    """Whole series with the train / validation / test spans shaded, the model and the naive
+    baseline over the test span. ``spans`` maps part name to (t_start, t_end)."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(11, 4.2))
+        for name, (lo, hi) in spans.items():
+            ax.axvspan(lo, hi, color=COLORS[name], alpha=0.08, label=f"{name} span")
+        ax.plot(t_all, values, color=COLORS["actual"], lw=0.9, label="series")
+        ax.plot(t_test, naive, color=COLORS["naive"], lw=1, ls=":", label="naive")
+        ax.plot(t_test, model, color=COLORS["model"], lw=1.2, ls="--", label="model")
+        ax.set(title="Series and one-step-ahead test forecasts", xlabel="t", ylabel=units)
+        ax.legend(ncol=3)
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def horizon_errors(path, *, steps: np.ndarray, errors: dict[str, np.ndarray],
+                   units: str = "value", dpi: int = 110) -> None:
+    """RMSE by steps ahead for the model and each baseline."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for name, err in errors.items():
+            ax.plot(steps, err, marker="o", ms=3, label=name, color=COLORS.get(name))
+        ax.set(title="Error by steps ahead", xlabel="steps ahead", ylabel=f"RMSE ({units})")
+        ax.legend()
+        fig.tight_layout()
+        _save(fig, path, dpi)

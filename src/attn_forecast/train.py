@@ -1,0 +1,202 @@
+"""The training loop, from small helpers: device choice, optimizer, loss, schedule, batches.
+
+The series lives on the training device once; each batch gathers its windows from it by index
+(no per-sample Python, no N x W copy of the data). Seeds are set once by the caller; the
+shuffling and augmentation draw from their own seeded generator.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from .errors import UserInputError
+from .params import TrainParams
+from .windows import gather_windows
+
+
+def select_device(name: str) -> torch.device:
+    if name == "cuda" and not torch.cuda.is_available():
+        raise UserInputError("train.device is cuda but no CUDA device is available; "
+                             "use auto or cpu")
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
+def make_loss(kind: str) -> nn.Module:
+    return {"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}[kind]()
+
+
+def make_optimizer(model: nn.Module, p: TrainParams) -> torch.optim.Optimizer:
+    cls = torch.optim.Adam if p.optimizer == "adam" else torch.optim.AdamW
+    return cls(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
+
+
+def make_scheduler(opt: torch.optim.Optimizer, p: TrainParams):
+    """torch's StepLR / CosineAnnealingLR after an optional linear warm-up; None for a flat lr.
+
+    Stepped once per epoch.
+    """
+    sched = opt_sched = None
+    if p.scheduler == "step":
+        opt_sched = torch.optim.lr_scheduler.StepLR(opt, step_size=p.step_size, gamma=p.gamma)
+    elif p.scheduler == "cosine":
+        t_max = max(1, p.epochs - p.warmup_epochs)
+        opt_sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=t_max)
+    if p.warmup_epochs:
+        warm = torch.optim.lr_scheduler.LinearLR(
+            opt, start_factor=1.0 / (p.warmup_epochs + 1), total_iters=p.warmup_epochs)
+        sched = warm if opt_sched is None else torch.optim.lr_scheduler.SequentialLR(
+            opt, [warm, opt_sched], milestones=[p.warmup_epochs])
+    else:
+        sched = opt_sched
+    return sched
+
+
+def augment(x: torch.Tensor, y: torch.Tensor, p: TrainParams, gen: torch.Generator):
+    """Training windows only: scale and shift the whole window (inputs and targets alike, as
+    if the series were scaled or shifted), then add noise to the inputs."""
+    if p.augment_scale:
+        s = 1 + (torch.rand(x.shape[0], 1, generator=gen, device=x.device) * 2 - 1) \
+            * p.augment_scale
+        x, y = x * s, y * s
+    if p.augment_shift:
+        b = (torch.rand(x.shape[0], 1, generator=gen, device=x.device) * 2 - 1) * p.augment_shift
+        x, y = x + b, y + b
+    if p.augment_noise:
+        x = x + torch.randn(x.shape, generator=gen, device=x.device) * p.augment_noise
+    return x, y
+
+
+def autocast(device: torch.device, precision: str):
+    if precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+@torch.no_grad()
+def predict(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: int,
+            horizon: int, batch: int = 4096, precision: str = "fp32") -> torch.Tensor:
+    """Model-space predictions (N, H) for window ends, in batches to bound memory."""
+    model.eval()
+    outs = []
+    for i in range(0, len(ends), batch):
+        x, _ = gather_windows(series, ends[i:i + batch], window, horizon)
+        with autocast(series.device, precision):
+            outs.append(model(x)[0].float())
+    return torch.cat(outs) if outs else torch.zeros(0, horizon, device=series.device)
+
+
+@torch.no_grad()
+def evaluate_loss(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: int,
+                  horizon: int, loss_fn: nn.Module, precision: str = "fp32") -> float:
+    pred = predict(model, series, ends, window, horizon, precision=precision)
+    _, y = gather_windows(series, ends, window, horizon)
+    return float(loss_fn(pred, y))
+
+
+@dataclass
+class FitResult:
+    history: list[dict] = field(default_factory=list)
+    best_epoch: int = 0
+    seconds: float = 0.0
+    windows_per_s: float = 0.0
+
+
+class _Progress:
+    """One overwritten line per epoch on a terminal; silent otherwise (CI, logs)."""
+
+    def __init__(self, epochs: int, enabled: bool) -> None:
+        self.epochs, self.enabled = epochs, enabled
+
+    def update(self, epoch: int, loss: float, val: float | None) -> None:
+        if self.enabled:
+            v = f"  val {val:.5f}" if val is not None else ""
+            print(f"\repoch {epoch:>5}/{self.epochs}  loss {loss:.5f}{v}", end="",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.enabled:
+            print(file=sys.stderr)
+
+
+def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
+        val_ends: torch.Tensor, window: int, horizon: int, p: TrainParams,
+        step_model: nn.Module | None = None, progress: bool | None = None) -> FitResult:
+    """Train ``model`` in place on the windows ending at ``train_ends``.
+
+    ``series`` (n,) and the index tensors are on the training device. With a validation part
+    the weights of the best validation epoch are restored at the end, and ``p.patience`` > 0
+    stops after that many epochs without improvement. ``step_model`` is what the forward pass
+    calls (a compiled or DistributedDataParallel wrapper of ``model``); default ``model``.
+    Raises UserInputError if the loss stops being finite.
+    """
+    step_model = step_model or model
+    device = series.device
+    gen = torch.Generator(device=device).manual_seed(p.seed)
+    loss_fn = make_loss(p.loss)
+    opt = make_optimizer(model, p)
+    sched = make_scheduler(opt, p)
+    n = len(train_ends)
+    bs = n if p.batch_size == 0 else min(p.batch_size, n)
+    full = gather_windows(series, train_ends, window, horizon) if bs == n else None
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = _Progress(p.epochs, show)
+    res = FitResult()
+    best_val, best_state, stale = math.inf, None, 0
+    t0 = time.perf_counter()
+    for epoch in range(1, p.epochs + 1):
+        model.train()
+        lr = opt.param_groups[0]["lr"]
+        order = torch.randperm(n, generator=gen, device=device) if full is None else None
+        total = torch.zeros((), device=device)
+        for i in range(0, n, bs):
+            if full is None:
+                x, y = gather_windows(series, train_ends[order[i:i + bs]], window, horizon)
+            else:
+                x, y = full
+            x, y = augment(x, y, p, gen)
+            opt.zero_grad(set_to_none=True)
+            with autocast(device, p.precision):
+                pred = step_model(x)[0]
+            loss = loss_fn(pred.float(), y)
+            loss.backward()
+            if p.grad_clip:
+                nn.utils.clip_grad_norm_(model.parameters(), p.grad_clip)
+            opt.step()
+            total += loss.detach() * len(x)
+        train_loss = float(total) / n  # one device sync per epoch
+        if not math.isfinite(train_loss):
+            bar.close()
+            raise UserInputError(f"training diverged at epoch {epoch} (loss {train_loss}); "
+                                 f"lower train.lr (now {p.lr}) or set train.grad_clip")
+        if sched is not None:
+            sched.step()
+        val_loss = None
+        if len(val_ends):
+            val_loss = evaluate_loss(model, series, val_ends, window, horizon, loss_fn,
+                                     p.precision)
+            if val_loss < best_val:
+                best_val, stale, res.best_epoch = val_loss, 0, epoch
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            else:
+                stale += 1
+        res.history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
+                            "lr": lr})
+        bar.update(epoch, train_loss, val_loss)
+        if p.patience and stale >= p.patience:
+            break
+    bar.close()
+    res.seconds = time.perf_counter() - t0
+    res.windows_per_s = n * len(res.history) / res.seconds if res.seconds > 0 else 0.0
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    else:
+        res.best_epoch = len(res.history)
+    return res

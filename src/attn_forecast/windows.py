@@ -1,0 +1,200 @@
+"""Transforms, chronological splits, scaling and lean sliding windows.
+
+The prepared data is the (transformed, scaled) series and two split boundaries; windows are
+never stored. A window is named by its end ``e`` (exclusive): inputs ``z[e-W:e]``, targets
+``z[e:e+H]``::
+
+    z:  0 ............................ b_train ....... b_val ........... n
+        |<--------- train part -------->|<-- val part ->|<-- test part -->|
+        [  inputs W ][tgt H]                 windows whose H targets lie
+                 e-W        e   e+H          wholly inside one part belong to it
+
+A window belongs to the part holding all of its targets; the inputs may reach back into an
+earlier part (that is the past, which a forecaster may see). The scaler is fitted on the train
+part only.
+
+Transforms turn price-like levels ``v`` into what the model learns (``z``):
+``none``: z[j] = v[j]; ``diff``: z[j] = v[j+1] - v[j]; ``log_return``: z[j] = log(v[j+1]/v[j]).
+``offset`` (0 or 1) maps z-index j to level index j + offset, and the last level known before
+the targets of window e is v[e + offset - 1].
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import UserInputError
+from .io import read_json, read_npz, write_json, write_npz
+
+
+# ---------------------------------------------------------------- transforms
+def transform_offset(kind: str) -> int:
+    return 0 if kind == "none" else 1
+
+
+def to_model_series(levels: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "none":
+        return levels.copy()
+    if kind == "diff":
+        return np.diff(levels)
+    if kind == "log_return":
+        if (levels <= 0).any():
+            i = int(np.flatnonzero(levels <= 0)[0])
+            raise UserInputError(f"prepare.transform log_return needs positive values, got "
+                                 f"{levels[i]!r} at row {i + 1}; use diff or none")
+        return np.diff(np.log(levels))
+    raise ValueError(f"unknown transform {kind!r}")
+
+
+def to_levels(z: np.ndarray, last_level: np.ndarray, kind: str) -> np.ndarray:
+    """Rebuild levels from model-space steps ``z`` (N, H) given the last known level (N,)."""
+    if kind == "none":
+        return z
+    steps = np.cumsum(z, axis=-1)
+    if kind == "diff":
+        return last_level[:, None] + steps
+    return last_level[:, None] * np.exp(steps)
+
+
+# ---------------------------------------------------------------- splits
+@dataclass(frozen=True)
+class Split:
+    """Boundaries in model-series indices; see the module docstring."""
+    n: int
+    window: int
+    horizon: int
+    train_end: int
+    val_end: int
+
+    def ends(self, part: str) -> np.ndarray:
+        """Window ends (exclusive input end = first target index) of one part."""
+        lo, hi = {"train": (0, self.train_end), "val": (self.train_end, self.val_end),
+                  "test": (self.val_end, self.n)}[part]
+        first = max(lo, self.window)
+        last = hi - self.horizon  # inclusive: targets e .. e+H-1 < hi
+        return np.arange(first, last + 1, dtype=np.int64) if last >= first else \
+            np.zeros(0, dtype=np.int64)
+
+
+def make_split(n: int, window: int, horizon: int, test_frac: float, val_frac: float) -> Split:
+    """Cut the first (1 - test - val) share of all windows for training, then val, then test.
+
+    With horizon 1 and no validation this is the source's ``split = int(len(X) * 0.8)``.
+    """
+    n_windows = n - window - horizon + 1
+    n_train = int(n_windows * (1 - test_frac - val_frac))
+    n_trainval = int(n_windows * (1 - test_frac))
+    train_end = window + n_train + horizon - 1
+    val_end = window + n_trainval + horizon - 1 if val_frac > 0 else train_end
+    split = Split(n, window, horizon, train_end, val_end)
+    counts = {part: len(split.ends(part)) for part in ("train", "val", "test")}
+    needed = [part for part in ("train", "test") + (("val",) if val_frac > 0 else ())
+              if counts[part] < 1]
+    if needed:
+        raise UserInputError(
+            f"series too short: {n} model steps give {counts['train']} train, {counts['val']} "
+            f"validation and {counts['test']} test windows for window {window} + horizon "
+            f"{horizon}; need at least one in each part (more data, or a smaller window, "
+            "horizon or fractions)")
+    return split
+
+
+# ---------------------------------------------------------------- scaling
+@dataclass(frozen=True)
+class Scaler:
+    """x_scaled = (x - center) / scale. zscore: mean/std; minmax: min/(max-min); none: 0/1."""
+    kind: str
+    center: float
+    scale: float
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        return (x - self.center) / self.scale
+
+    def inverse(self, x: np.ndarray) -> np.ndarray:
+        return x * self.scale + self.center
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def fit_scaler(train_values: np.ndarray, kind: str) -> Scaler:
+    if kind == "none":
+        return Scaler("none", 0.0, 1.0)
+    if kind == "zscore":
+        center, scale = float(np.mean(train_values)), float(np.std(train_values))
+    else:
+        center = float(np.min(train_values))
+        scale = float(np.max(train_values)) - center
+    if not scale > 0:
+        raise UserInputError(
+            f"prepare.scaler {kind}: the training part of the series is constant "
+            f"(value {center:g}), so it has no spread to scale by; use a series that varies "
+            "or prepare.scaler none")
+    return Scaler(kind, center, scale)
+
+
+# ---------------------------------------------------------------- lean windows
+def gather_windows(series, ends, window: int, horizon: int):
+    """Inputs (N, W) and targets (N, H) for window ends ``ends``, gathered from views.
+
+    Works on numpy arrays and torch tensors alike; only the N requested windows are copied.
+    """
+    if isinstance(series, np.ndarray):
+        view_x = np.lib.stride_tricks.sliding_window_view(series, window)
+        view_y = np.lib.stride_tricks.sliding_window_view(series, horizon)
+    else:
+        view_x = series.unfold(0, window, 1)   # (n - W + 1, W) view
+        view_y = series.unfold(0, horizon, 1)  # (n - H + 1, H) view
+    return view_x[ends - window], view_y[ends]
+
+
+# ---------------------------------------------------------------- the prepare stage's data
+@dataclass(frozen=True)
+class Prepared:
+    """What the prepare stage writes: levels, the scaled model series, and how to undo it."""
+    levels: np.ndarray   # (n_levels,) float64, the series in its own units
+    signal: np.ndarray   # (n_levels,) float64, noise-free value or NaN
+    t: np.ndarray        # (n_levels,) time stamps (numbers, or ISO strings)
+    z: np.ndarray        # (n,) float32, transformed and scaled: what the model sees
+    split: Split
+    scaler: Scaler
+    transform: str
+
+    @property
+    def offset(self) -> int:
+        return transform_offset(self.transform)
+
+    def first_target_level(self, ends: np.ndarray) -> np.ndarray:
+        """Level index of each window's first target."""
+        return ends + self.offset
+
+    def meta(self) -> dict:
+        return {"window": self.split.window, "horizon": self.split.horizon,
+                "transform": self.transform, "scaler": self.scaler.to_dict(),
+                "split": asdict(self.split),
+                "n_windows": {p: int(len(self.split.ends(p))) for p in ("train", "val", "test")}}
+
+
+def prepare(levels: np.ndarray, signal: np.ndarray, t: np.ndarray, *, window: int,
+            horizon: int, test_frac: float, val_frac: float, scaler: str,
+            transform: str) -> Prepared:
+    z = to_model_series(levels, transform)
+    split = make_split(len(z), window, horizon, test_frac, val_frac)
+    fitted = fit_scaler(z[:split.train_end], scaler)  # the train part only
+    return Prepared(levels, signal, t, fitted.transform(z).astype(np.float32), split, fitted,
+                    transform)
+
+
+def save_prepared(out_dir, prep: Prepared) -> None:
+    out = Path(out_dir)
+    write_npz(out / "series.npz", levels=prep.levels, signal=prep.signal, t=prep.t, z=prep.z)
+    write_json(out / "meta.json", prep.meta())
+
+
+def load_prepared(in_dir) -> Prepared:
+    d = Path(in_dir)
+    arr, meta = read_npz(d / "series.npz"), read_json(d / "meta.json")
+    return Prepared(arr["levels"], arr["signal"], arr["t"], arr["z"], Split(**meta["split"]),
+                    Scaler(**meta["scaler"]), meta["transform"])

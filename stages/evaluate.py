@@ -1,0 +1,65 @@
+"""Stage evaluate: score the model and the baselines on the test windows.
+
+out: metrics JSON (model + every baseline, original units), test predictions CSV (first step
+ahead), RMSE by steps ahead CSV, attention-by-lag CSV, and the attention weights (npz) the
+figures need.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pandas as pd
+
+from attn_forecast import metrics as M
+from attn_forecast.errors import run_cli
+from attn_forecast.evaluation import evaluate, lag_profile
+from attn_forecast.io import write_csv, write_json, write_npz
+from attn_forecast.model import load_checkpoint
+from attn_forecast.params import load_params
+from attn_forecast.windows import load_prepared
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--prepared", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--metrics", required=True)
+    ap.add_argument("--predictions", required=True)
+    ap.add_argument("--horizon", required=True, help="RMSE by steps ahead CSV")
+    ap.add_argument("--lags", required=True, help="attention by lag CSV")
+    ap.add_argument("--attention", required=True, help="attention weights npz")
+    args = ap.parse_args(argv)
+    params = load_params(args.params)
+    p = params.evaluate
+    prep = load_prepared(args.prepared)
+    model, _ = load_checkpoint(args.model)  # CPU: small, and byte-stable metrics
+    ev = evaluate(prep, model, ridge_alpha=p.ridge_alpha, season=p.season,
+                  noise_std=params.data.noise_std)
+
+    pred = pd.DataFrame({"t": ev.t, "actual": ev.actual[:, 0]})
+    for name, f in ev.forecasts.items():
+        pred["predicted" if name == "model" else name] = f[:, 0]
+    steps = np.arange(1, prep.split.horizon + 1)
+    horizon = pd.DataFrame({"step": steps, **{
+        name: [M.rmse(ev.actual[:, k], f[:, k]) for k in range(len(steps))]
+        for name, f in ev.forecasts.items()}})
+    W = prep.split.window
+    lags = pd.DataFrame({"lag": np.arange(W), "weight": lag_profile(ev.mean_weights)}
+                        if ev.mean_weights is not None else {"lag": [], "weight": []})
+    empty = np.zeros((0, 0, W, W))
+    write_npz(args.attention,
+              mean=ev.mean_weights if ev.mean_weights is not None else empty,
+              example=ev.example_weights if ev.example_weights is not None else empty)
+    write_csv(args.predictions, pred)
+    write_csv(args.horizon, horizon)
+    write_csv(args.lags, lags)
+    write_json(args.metrics, ev.metrics)
+    m = ev.metrics
+    print(f"evaluate: {m['n_test']} test windows, RMSE model {m['model']['rmse']:.4f} | "
+          f"naive {m['naive']['rmse']:.4f} | ridge {m['ridge']['rmse']:.4f} -> {args.metrics}")
+
+
+if __name__ == "__main__":
+    run_cli(main)

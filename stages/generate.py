@@ -1,0 +1,27 @@
+"""Stage generate: write the raw series (built-in synthetic data or the user's CSV).
+
+out: ``t, value, signal`` CSV (signal empty for data without a noise-free value).
+"""
+from __future__ import annotations
+
+import argparse
+
+from attn_forecast.data import load_series
+from attn_forecast.errors import run_cli
+from attn_forecast.io import write_csv
+from attn_forecast.params import load_params
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--out", required=True, help="series CSV to write")
+    args = ap.parse_args(argv)
+    p = load_params(args.params).data
+    frame = load_series(p)
+    write_csv(args.out, frame)
+    print(f"generate: {len(frame)} points of {p.kind} data -> {args.out}")
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,38 @@
+"""Stage prepare: transform, split chronologically, fit the scaler on the train part.
+
+out: ``series.npz`` (levels, signal, time, scaled model series; no pickle) and ``meta.json``
+(window, horizon, split boundaries, scaler, transform). Windows are gathered on the fly later.
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pandas as pd
+
+from attn_forecast.errors import run_cli
+from attn_forecast.params import load_params
+from attn_forecast.windows import prepare, save_prepared
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--series", required=True, help="raw series CSV from generate")
+    ap.add_argument("--out", required=True, help="folder for series.npz and meta.json")
+    args = ap.parse_args(argv)
+    p = load_params(args.params).prepare
+    raw = pd.read_csv(args.series, dtype={"t": str}, keep_default_na=True)
+    t = pd.to_numeric(raw["t"], errors="coerce")
+    t = t.to_numpy(np.float64) if t.notna().all() else raw["t"].to_numpy(str)
+    prep = prepare(raw["value"].to_numpy(np.float64), raw["signal"].to_numpy(np.float64), t,
+                   window=p.window, horizon=p.horizon, test_frac=p.test_frac,
+                   val_frac=p.val_frac, scaler=p.scaler, transform=p.transform)
+    save_prepared(args.out, prep)
+    n = prep.meta()["n_windows"]
+    print(f"prepare: {n['train']} train / {n['val']} val / {n['test']} test windows of "
+          f"{p.window} -> {p.horizon}, scaler {p.scaler}, transform {p.transform} -> {args.out}")
+
+
+if __name__ == "__main__":
+    run_cli(main)
