@@ -20,7 +20,7 @@ from attn_forecast.params import load_params
 from attn_forecast.windows import load_prepared
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
     ap.add_argument("--prepared", required=True)
@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     m = ev.metrics
     print(f"evaluate: {m['n_test']} test windows, RMSE model {m['model']['rmse']:.4f} | "
           f"naive {m['naive']['rmse']:.4f} | ridge {m['ridge']['rmse']:.4f} -> {args.metrics}")
+    return m
 
 
 if __name__ == "__main__":

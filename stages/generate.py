@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from attn_forecast.data import load_series
+from attn_forecast.data import check_inside, load_series
 from attn_forecast.errors import run_cli
 from attn_forecast.io import write_csv
 from attn_forecast.params import load_params
@@ -15,9 +15,12 @@ from attn_forecast.params import load_params
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
+    ap.add_argument("--inputs", required=True, help="tracked folder holding users' CSV files")
     ap.add_argument("--out", required=True, help="series CSV to write")
     args = ap.parse_args(argv)
     p = load_params(args.params).data
+    if p.kind == "csv":
+        check_inside(p.csv_path, args.inputs)
     frame = load_series(p)
     write_csv(args.out, frame)
     print(f"generate: {len(frame)} points of {p.kind} data -> {args.out}")

@@ -2,10 +2,17 @@
 
 out: checkpoint (state_dict + model settings + prepare metadata; loads with
 ``weights_only=True``) and the per-epoch history CSV ``epoch, train_loss, val_loss, lr``.
+
+With ``train.nproc`` > 1 the stage relaunches itself under ``torch.distributed.run`` as
+DistributedDataParallel (gloo on CPU, NCCL on GPU); rank 0 writes the outputs. It can also be
+started by hand: ``torchrun --nproc_per_node=N stages/train.py ...``.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -15,11 +22,20 @@ from attn_forecast.errors import run_cli
 from attn_forecast.io import write_csv
 from attn_forecast.model import ModelSettings, build_model, n_parameters, save_checkpoint
 from attn_forecast.params import load_params
-from attn_forecast.train import fit, select_device
+from attn_forecast.train import FitResult, fit, select_device
 from attn_forecast.windows import load_prepared
 
 
-def main(argv: list[str] | None = None) -> None:
+def _relaunch(nproc: int, argv: list[str] | None) -> None:
+    """Run this script again under torchrun with ``nproc`` processes on this machine."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           f"--nproc_per_node={nproc}", __file__, *(sys.argv[1:] if argv is None else argv)]
+    env = dict(os.environ)
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc)))
+    sys.exit(subprocess.call(cmd, env=env))
+
+
+def main(argv: list[str] | None = None) -> FitResult | None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
     ap.add_argument("--prepared", required=True, help="folder written by prepare")
@@ -30,6 +46,15 @@ def main(argv: list[str] | None = None) -> None:
     p = params.train
     prep = load_prepared(args.prepared)
     device = select_device(p.device)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if p.nproc > 1 and world == 1:
+        _relaunch(p.nproc, argv)
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:
+        if device.type == "cuda":
+            device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(device)
+        torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
 
     torch.manual_seed(p.seed)
     np.random.seed(p.seed)
@@ -38,18 +63,30 @@ def main(argv: list[str] | None = None) -> None:
     model = build_model(settings).to(device)
     z = torch.from_numpy(prep.z).to(device)
     to_dev = lambda part: torch.from_numpy(prep.split.ends(part)).to(device)  # noqa: E731
-    step_model = torch.compile(model) if p.compile else model
-    res = fit(model, z, to_dev("train"), to_dev("val"), prep.split.window, prep.split.horizon,
-              p, step_model=step_model)
-
+    step_model = model
+    if world > 1:
+        step_model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None)
+    if p.compile:
+        step_model = torch.compile(step_model)
+    try:
+        res = fit(model, z, to_dev("train"), to_dev("val"), prep.split.window,
+                  prep.split.horizon, p, step_model=step_model, rank=rank, world=world)
+    finally:
+        if world > 1:
+            torch.distributed.destroy_process_group()
+    if rank != 0:
+        return res
     save_checkpoint(args.model, model, {"prepare": prep.meta(), "best_epoch": res.best_epoch})
     hist = pd.DataFrame(res.history, columns=["epoch", "train_loss", "val_loss", "lr"])
     write_csv(args.history, hist)
     last = res.history[-1]
+    procs = f" x {world} processes" if world > 1 else ""
     print(f"train: {settings.kind} model, {n_parameters(model)} parameters, "
-          f"{len(res.history)} epochs on {device} in {res.seconds:.2f} s "
+          f"{len(res.history)} epochs on {device}{procs} in {res.seconds:.2f} s "
           f"({res.windows_per_s:,.0f} windows/s), final loss {last['train_loss']:.5f}, "
           f"best epoch {res.best_epoch} -> {args.model}")
+    return res
 
 
 if __name__ == "__main__":

@@ -130,6 +130,15 @@ def read_csv_series(path: str | Path, column: str, time_column: str = "",
     return _frame(values.to_numpy(dtype=np.float64), None, t=t.to_numpy())
 
 
+def check_inside(csv_path: str | Path, folder: str | Path) -> None:
+    """The CSV must sit in the folder DVC tracks for the generate stage, so that editing it
+    reruns the pipeline."""
+    path, root = Path(csv_path).resolve(), Path(folder).resolve()
+    if root != path and root not in path.parents:
+        raise DataError(f"data.csv_path must be inside {folder}/ (the folder the generate stage "
+                        f"depends on, so edits rerun the pipeline), got {csv_path!r}")
+
+
 def load_series(p: DataParams) -> pd.DataFrame:
     """The series that ``data.kind`` names."""
     if p.kind == "sine":

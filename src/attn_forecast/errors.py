@@ -14,7 +14,7 @@ class UserInputError(ValueError):
     """Bad params, a bad input file, or a run that cannot succeed with the given settings."""
 
 
-def run_cli(main: Callable[[list[str] | None], None], argv: list[str] | None = None) -> None:
+def run_cli(main: Callable[[list[str] | None], object], argv: list[str] | None = None) -> None:
     try:
         main(argv)
     except UserInputError as err:

@@ -12,6 +12,7 @@ Attention model, with the defaults being the source's model (5,313 parameters)::
 """
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import asdict, dataclass
 
@@ -133,8 +134,10 @@ def save_checkpoint(path, model: nn.Module, extra: dict) -> None:
     payload = {"settings": model.settings.to_dict(),
                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                **extra}
+    buf = io.BytesIO()  # a buffer names the zip's inner folder "archive", not the temp file
+    torch.save(payload, buf)
     with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
+        tmp.write_bytes(buf.getvalue())
 
 
 def load_checkpoint(path, device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:

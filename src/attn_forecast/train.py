@@ -128,25 +128,30 @@ class _Progress:
 
 def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
         val_ends: torch.Tensor, window: int, horizon: int, p: TrainParams,
-        step_model: nn.Module | None = None, progress: bool | None = None) -> FitResult:
+        step_model: nn.Module | None = None, progress: bool | None = None,
+        rank: int = 0, world: int = 1) -> FitResult:
     """Train ``model`` in place on the windows ending at ``train_ends``.
 
     ``series`` (n,) and the index tensors are on the training device. With a validation part
     the weights of the best validation epoch are restored at the end, and ``p.patience`` > 0
     stops after that many epochs without improvement. ``step_model`` is what the forward pass
     calls (a compiled or DistributedDataParallel wrapper of ``model``); default ``model``.
+    Under DistributedDataParallel (``world`` > 1) every rank draws the same batches and takes
+    every ``world``-th window of each; DDP averages the gradients, and the logged loss is
+    summed over ranks, so the history matches a single process up to rounding.
     Raises UserInputError if the loss stops being finite.
     """
     step_model = step_model or model
     device = series.device
-    gen = torch.Generator(device=device).manual_seed(p.seed)
+    gen = torch.Generator(device=device).manual_seed(p.seed)  # batch order: same on all ranks
+    aug_gen = torch.Generator(device=device).manual_seed(p.seed + 1 + rank)
     loss_fn = make_loss(p.loss)
     opt = make_optimizer(model, p)
     sched = make_scheduler(opt, p)
     n = len(train_ends)
     bs = n if p.batch_size == 0 else min(p.batch_size, n)
     full = gather_windows(series, train_ends, window, horizon) if bs == n else None
-    show = sys.stderr.isatty() if progress is None else progress
+    show = (sys.stderr.isatty() and rank == 0) if progress is None else progress
     bar = _Progress(p.epochs, show)
     res = FitResult()
     best_val, best_state, stale = math.inf, None, 0
@@ -161,7 +166,9 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
                 x, y = gather_windows(series, train_ends[order[i:i + bs]], window, horizon)
             else:
                 x, y = full
-            x, y = augment(x, y, p, gen)
+            if world > 1:
+                x, y = x[rank::world], y[rank::world]
+            x, y = augment(x, y, p, aug_gen)
             opt.zero_grad(set_to_none=True)
             with autocast(device, p.precision):
                 pred = step_model(x)[0]
@@ -171,6 +178,8 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
                 nn.utils.clip_grad_norm_(model.parameters(), p.grad_clip)
             opt.step()
             total += loss.detach() * len(x)
+        if world > 1:
+            torch.distributed.all_reduce(total)
         train_loss = float(total) / n  # one device sync per epoch
         if not math.isfinite(train_loss):
             bar.close()

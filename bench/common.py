@@ -1,0 +1,57 @@
+"""Shared helpers for the benchmarks: params overrides like `dvc exp run -S`, and the stage
+scripts run in-process (one torch import for many runs) into a scratch folder."""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_stage(name: str):
+    spec = importlib.util.spec_from_file_location(f"stage_{name}", ROOT / "stages" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def with_overrides(base: dict, overrides: list[str]) -> dict:
+    """Apply `section.key=value` overrides (value parsed as YAML, as `dvc exp run -S` does)."""
+    p = copy.deepcopy(base)
+    for item in overrides:
+        key, _, raw = item.partition("=")
+        *path, last = key.split(".")
+        node = p
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = yaml.safe_load(raw)
+    return p
+
+
+def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", "prepare",
+                                                                     "train", "evaluate")):
+    """Run the stages in-process on ``params``; returns (FitResult, metrics dict)."""
+    work = Path(workdir or tempfile.mkdtemp(prefix="attn-bench-"))
+    pfile = work / "params.yaml"
+    pfile.write_text(yaml.safe_dump(params, sort_keys=False))
+    d = {k: str(work / v) for k, v in {
+        "series": "series.csv", "prepared": "prepared", "model": "model.pt",
+        "history": "history.csv", "metrics": "metrics.json", "predictions": "pred.csv",
+        "horizon": "horizon.csv", "lags": "lags.csv", "attention": "att.npz"}.items()}
+    common = ["--params", str(pfile)]
+    args = {
+        "generate": ["--out", d["series"]],
+        "prepare": ["--series", d["series"], "--out", d["prepared"]],
+        "train": ["--prepared", d["prepared"], "--model", d["model"], "--history", d["history"]],
+        "evaluate": ["--prepared", d["prepared"], "--model", d["model"], "--metrics",
+                     d["metrics"], "--predictions", d["predictions"], "--horizon", d["horizon"],
+                     "--lags", d["lags"], "--attention", d["attention"]],
+    }
+    out = {}
+    for name in stages:
+        out[name] = load_stage(name).main(common + args[name])
+    return out.get("train"), out.get("evaluate")
