@@ -44,7 +44,7 @@ def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", 
         "horizon": "horizon.csv", "lags": "lags.csv", "attention": "att.npz"}.items()}
     common = ["--params", str(pfile)]
     args = {
-        "generate": ["--out", d["series"]],
+        "generate": ["--inputs", str(ROOT / "data" / "external"), "--out", d["series"]],
         "prepare": ["--series", d["series"], "--out", d["prepared"]],
         "train": ["--prepared", d["prepared"], "--model", d["model"], "--history", d["history"]],
         "evaluate": ["--prepared", d["prepared"], "--model", d["model"], "--metrics",

@@ -102,9 +102,6 @@ def test_horizon1_no_val_matches_source_formula(n, w, tf):
     assert len(s.ends("train")) + len(s.ends("test")) == n - w
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: make_split computes int(n_windows * (1 - test_frac "
-                   "- val_frac)) in floating point; 1 - 0.3 - 0.2 = 0.49999999999999994, so 100 "
-                   "windows give 49 train windows, not the requested half (50)")
 def test_train_share_is_exact_floor_of_decimal_fractions():
     # 110 points, window 10, horizon 1: 100 windows; 50% train, 20% val, 30% test
     s = make_split(110, 10, 1, 0.3, 0.2)

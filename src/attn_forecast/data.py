@@ -79,7 +79,8 @@ def read_csv_series(path: str | Path, column: str, time_column: str = "",
     if not path.is_file():
         raise DataError(f"data.csv_path: file not found: {path}")
     try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+        # blank lines are empty cells of a one-column file, not lines to skip
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else "empty file"
         raise DataError(f"{path}: not a readable CSV file ({first})") from None

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, ValidationError
+from pydantic import (AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, Strict,
+                      ValidationError)
 
 from .errors import UserInputError
 
@@ -28,7 +29,7 @@ def _no_bool(v: Any) -> Any:
 
 Int = Annotated[int, Strict()]
 Bool = Annotated[bool, Strict()]
-Float = Annotated[float, BeforeValidator(_no_bool)]
+Float = Annotated[float, BeforeValidator(_no_bool), AllowInfNan(False)]
 
 
 class _Section(BaseModel):
@@ -129,6 +130,7 @@ _WHAT = {
     "string_type": "a string",
     "model_type": "a mapping of keys",
     "value_error": "a number",
+    "finite_number": "a finite number",
 }
 _BOUND = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
           "less_than_equal": "<="}

@@ -20,6 +20,7 @@ the targets of window e is v[e + offset - 1].
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -84,8 +85,9 @@ def make_split(n: int, window: int, horizon: int, test_frac: float, val_frac: fl
     With horizon 1 and no validation this is the source's ``split = int(len(X) * 0.8)``.
     """
     n_windows = n - window - horizon + 1
-    n_train = int(n_windows * (1 - test_frac - val_frac))
-    n_trainval = int(n_windows * (1 - test_frac))
+    # floor with a tolerance: 1 - 0.3 - 0.2 is 0.49999999999999994 in floating point
+    n_train = math.floor(n_windows * (1 - test_frac - val_frac) + 1e-9)
+    n_trainval = math.floor(n_windows * (1 - test_frac) + 1e-9)
     train_end = window + n_train + horizon - 1
     val_end = window + n_trainval + horizon - 1 if val_frac > 0 else train_end
     split = Split(n, window, horizon, train_end, val_end)

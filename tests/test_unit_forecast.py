@@ -1,0 +1,103 @@
+"""Unit tests for attn_forecast.forecast.forecast_levels."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attn_forecast.data import sine
+from attn_forecast.errors import UserInputError
+from attn_forecast.forecast import forecast_levels
+from attn_forecast.model import ModelSettings, build_model
+from attn_forecast.params import TrainParams
+from attn_forecast.train import fit
+from attn_forecast.windows import prepare
+
+W, H = 10, 2
+
+
+@pytest.fixture(scope="module")
+def trained():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    df = sine(300, 0.05, 42)
+    levels = df["value"].to_numpy()
+    prep = prepare(levels, df["signal"].to_numpy(), df["t"].to_numpy(), window=W, horizon=H,
+                   test_frac=0.2, val_frac=0.0, scaler="zscore", transform="none")
+    torch.manual_seed(0)
+    model = build_model(ModelSettings(window=W, horizon=H, d_model=16, ffn_dim=32))
+    fit(model, torch.from_numpy(prep.z), torch.from_numpy(prep.split.ends("train")),
+        torch.zeros(0, dtype=torch.int64), W, H, TrainParams(epochs=150, lr=0.01),
+        progress=False)
+    model.eval()
+    yield model, prep.meta(), levels, prep
+    torch.set_num_threads(old)
+
+
+def test_returns_steps_values(trained):
+    model, meta, levels, _ = trained
+    for steps in (1, 2, 5):
+        out = forecast_levels(model, meta, levels, steps)
+        assert out.shape == (steps,)
+        assert np.isfinite(out).all()
+
+
+def test_first_chunk_is_the_models_prediction_on_the_last_window(trained):
+    model, meta, levels, prep = trained
+    out = forecast_levels(model, meta, levels, H)
+    # the prepared (scaled) series' last window, through the model, unscaled
+    x = torch.from_numpy(prep.z[-W:])[None, :]
+    with torch.no_grad():
+        z_pred = model(x)[0].double().numpy()[0]
+    assert np.allclose(out, prep.scaler.inverse(z_pred), rtol=1e-5, atol=1e-6)
+
+
+def test_recursive_past_the_horizon(trained):
+    model, meta, levels, _ = trained
+    out = forecast_levels(model, meta, levels, 5)
+    # the first H values do not depend on how far we forecast
+    assert np.allclose(out[:H], forecast_levels(model, meta, levels, H), rtol=0, atol=1e-12)
+    # the next chunk is a forecast from the series extended by the first chunk's predictions
+    ext = np.concatenate([levels, out[:H]])
+    assert np.allclose(out[H:2 * H], forecast_levels(model, meta, ext, H), rtol=0, atol=1e-9)
+    ext2 = np.concatenate([ext, out[H:2 * H]])
+    assert np.allclose(out[2 * H:], forecast_levels(model, meta, ext2, 1), rtol=0, atol=1e-9)
+
+
+def test_trained_model_forecasts_the_sine(trained):
+    model, meta, levels, _ = trained
+    n = len(levels)
+    out = forecast_levels(model, meta, levels, 4)
+    # x = linspace(0, 4 pi, n): step 4 pi / (n - 1); the continuation of sin(x)
+    x_next = 4 * np.pi * np.arange(n, n + 4) / (n - 1)
+    assert np.abs(out - np.sin(x_next)).max() < 0.3
+
+
+@pytest.mark.parametrize("kind", ["diff", "log_return"])
+def test_transforms_rebuild_levels(kind):
+    torch.manual_seed(1)
+    model = build_model(ModelSettings(window=4, horizon=1, d_model=8, ffn_dim=8)).eval()
+    meta = {"window": 4, "horizon": 1, "transform": kind,
+            "scaler": {"kind": "zscore", "center": 0.01, "scale": 0.5}}
+    levels = np.array([10.0, 10.5, 10.2, 11.0, 11.3, 11.1])
+    out = forecast_levels(model, meta, levels, 3)
+    # step 1 from the model on the last 4 (scaled) changes, applied to the last level
+    r = np.diff(levels) if kind == "diff" else np.diff(np.log(levels))
+    x = torch.tensor((r[-4:] - 0.01) / 0.5, dtype=torch.float32)[None, :]
+    with torch.no_grad():
+        step = model(x)[0].double().item() * 0.5 + 0.01
+    first = levels[-1] + step if kind == "diff" else levels[-1] * np.exp(step)
+    assert out[0] == pytest.approx(first, rel=1e-6)
+    assert out[1] == pytest.approx(
+        forecast_levels(model, meta, np.append(levels, out[0]), 1)[0], rel=1e-9)
+    # the transform needs window + 1 values
+    forecast_levels(model, meta, levels[-5:], 1)
+    with pytest.raises(UserInputError, match="at least 5"):
+        forecast_levels(model, meta, levels[-4:], 1)
+
+
+def test_too_short_series_raises(trained):
+    model, meta, levels, _ = trained
+    with pytest.raises(UserInputError, match=f"at least {W}"):
+        forecast_levels(model, meta, levels[:W - 1], 3)
+    assert forecast_levels(model, meta, levels[:W], 1).shape == (1,)

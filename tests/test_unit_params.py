@@ -1,0 +1,139 @@
+"""Unit tests for attn_forecast.params: defaults and one-line error messages."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from attn_forecast.errors import UserInputError
+from attn_forecast.params import Params, ParamsError, load_params, parse_params
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _msg(raw) -> str:
+    with pytest.raises(ParamsError) as info:
+        parse_params(raw)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert msg.startswith("params.yaml: ")
+    return msg
+
+
+def test_defaults_parse_to_the_source_settings():
+    p = parse_params({})
+    assert p == Params()
+    # the source: 300 noisy sine points, seed 42, window 10, 80/20 split, d_model 32,
+    # head 64, one head, 300 epochs of Adam at lr 0.005
+    assert (p.data.kind, p.data.n_points, p.data.noise_std, p.data.seed) == ("sine", 300,
+                                                                             0.15, 42)
+    assert (p.prepare.window, p.prepare.horizon, p.prepare.test_frac) == (10, 1, 0.2)
+    assert (p.model.d_model, p.model.ffn_dim, p.model.n_heads) == (32, 64, 1)
+    assert (p.train.epochs, p.train.lr, p.train.optimizer) == (300, 0.005, "adam")
+
+
+def test_repo_params_file_is_valid():
+    p = load_params(REPO / "params.yaml")
+    assert isinstance(p, Params)
+
+
+def test_sections_partially_given_keep_other_defaults():
+    p = parse_params({"prepare": {"window": 24}, "train": {"lr": 0.01}})
+    assert p.prepare.window == 24 and p.prepare.horizon == 1
+    assert p.train.lr == 0.01 and p.train.epochs == 300
+
+
+def test_params_are_frozen():
+    p = parse_params({})
+    with pytest.raises(Exception):
+        p.prepare.window = 3
+
+
+def test_params_error_is_user_input_error():
+    assert issubclass(ParamsError, UserInputError)
+
+
+@pytest.mark.parametrize("raw,parts", [
+    ({"prepare": {"window": 0}}, ["prepare.window", ">= 1", "got 0", "integer"]),
+    ({"prepare": {"horizon": -2}}, ["prepare.horizon", ">= 1", "got -2"]),
+    ({"prepare": {"test_frac": 0}}, ["prepare.test_frac", "> 0", "got 0"]),
+    ({"prepare": {"test_frac": 1.0}}, ["prepare.test_frac", "< 1", "got 1.0"]),
+    ({"train": {"gamma": 1.5}}, ["train.gamma", "<= 1", "got 1.5"]),
+    ({"render": {"dpi": 1000}}, ["render.dpi", "<= 600", "got 1000"]),
+    ({"train": {"lr": -0.1}}, ["train.lr", "> 0", "got -0.1"]),
+    ({"prepare": {"wndow": 5}}, ["unknown key prepare.wndow", "window", "horizon"]),
+    ({"trian": {"lr": 0.1}}, ["unknown key trian", "train", "prepare"]),
+    ({"model": {"kind": "gru"}}, ["model.kind", "'attention'", "'lstm'", "'gru'"]),
+    ({"prepare": {"scaler": "robust"}}, ["prepare.scaler", "'zscore'", "'minmax'", "'none'",
+                                         "'robust'"]),
+    ({"model": {"d_model": 30, "n_heads": 4}}, ["model.d_model", "model.n_heads", "30", "4",
+                                                "divisible"]),
+    ({"prepare": {"test_frac": 0.5, "val_frac": 0.5}}, ["prepare.test_frac", "prepare.val_frac",
+                                                        "< 1"]),
+    ({"prepare": {"test_frac": 0.7, "val_frac": 0.4}}, ["prepare.test_frac", "prepare.val_frac"]),
+    ({"prepare": {"window": True}}, ["prepare.window", "integer", "True"]),
+    ({"train": {"epochs": False}}, ["train.epochs", "integer", "False"]),
+    ({"train": {"lr": True}}, ["train.lr", "number", "True"]),
+    ({"prepare": {"window": 2.5}}, ["prepare.window", "integer", "2.5"]),
+    ({"prepare": {"window": "10"}}, ["prepare.window", "integer", "'10'"]),
+    ({"train": {"lr": "fast"}}, ["train.lr", "number", "'fast'"]),
+    ({"model": {"residual": 1}}, ["model.residual", "true or false", "1"]),
+    ({"train": None}, ["train", "mapping"]),
+    ({"data": {"kind": "csv"}}, ["data.csv_path"]),
+    ({"model": {"d_model": 31}}, ["model.d_model", "even", "31"]),
+    ({"data": {"n_points": 11}}, ["data.n_points", "12", "got 11"]),
+])
+def test_error_messages_are_one_line_naming_the_key(raw, parts):
+    msg = _msg(raw)
+    for part in parts:
+        assert part in msg, (part, msg)
+
+
+def test_odd_d_model_fine_without_sinusoidal_positions():
+    p = parse_params({"model": {"d_model": 31, "positional": "learned"}})
+    assert p.model.d_model == 31
+    parse_params({"model": {"kind": "lstm", "d_model": 31}})
+
+
+def test_top_level_not_a_mapping():
+    msg = _msg([1, 2])
+    assert "mapping" in msg
+
+
+def test_load_params_missing_file(tmp_path):
+    with pytest.raises(ParamsError, match="not found"):
+        load_params(tmp_path / "nope.yaml")
+
+
+def test_load_params_invalid_yaml(tmp_path):
+    f = tmp_path / "params.yaml"
+    f.write_text("prepare:\n  window: [1, 2\n  horizon: 3\n")
+    with pytest.raises(ParamsError) as info:
+        load_params(f)
+    msg = str(info.value)
+    assert "not valid YAML" in msg and "\n" not in msg and "line" in msg
+
+
+def test_load_params_empty_file_gives_defaults(tmp_path):
+    f = tmp_path / "params.yaml"
+    f.write_text("")
+    assert load_params(f) == Params()
+
+
+def test_load_params_reads_values_and_errors(tmp_path):
+    f = tmp_path / "params.yaml"
+    f.write_text("prepare:\n  window: 20\n  horizon: 3\ntrain:\n  lr: 1e-3\n")
+    p = load_params(f)
+    assert (p.prepare.window, p.prepare.horizon, p.train.lr) == (20, 3, 0.001)
+    f.write_text("model:\n  residual: yes\n  n_layers: 0\n")
+    with pytest.raises(ParamsError, match="model.n_layers"):
+        load_params(f)
+
+
+@pytest.mark.parametrize("text", ["train:\n  lr: .inf\n", "data:\n  trend: .nan\n",
+                                  "data:\n  noise_std: .inf\n"])
+def test_non_finite_numbers_rejected(tmp_path, text):
+    f = tmp_path / "params.yaml"
+    f.write_text(text)
+    with pytest.raises(ParamsError):
+        load_params(f)

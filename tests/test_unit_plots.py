@@ -1,0 +1,134 @@
+"""Unit tests for attn_forecast.plots (PNG files) and attn_forecast.report (Markdown)."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from attn_forecast import plots
+from attn_forecast.params import Params, parse_params
+from attn_forecast.report import summary_markdown
+
+PNG_SIG = b"\x89PNG\r\n\x1a\n"
+
+
+def _png(path, min_bytes=5000):
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIG
+    assert len(data) > min_bytes
+    # IHDR: width and height of the image
+    assert data[12:16] == b"IHDR"
+    w, h = struct.unpack(">II", data[16:24])
+    assert w > 100 and h > 100
+    return data, (w, h)
+
+
+@pytest.fixture
+def arrays():
+    rng = np.random.default_rng(0)
+    t = np.arange(40)
+    actual = np.sin(t / 4)
+    pred = actual + rng.normal(0, 0.1, 40)
+    w = rng.random((6, 6))
+    w /= w.sum(-1, keepdims=True)
+    return t, actual, pred, w
+
+
+def test_overview(tmp_path, arrays):
+    t, actual, pred, w = arrays
+    ep = np.arange(1, 21)
+    f = tmp_path / "fig" / "overview.png"
+    plots.overview(f, epochs=ep, train_loss=1 / ep, val_loss=1.5 / ep, t=t, actual=actual,
+                   predicted=pred, weights=w, baselines={"naive": 0.2, "ridge": None},
+                   model_rmse=0.1, dpi=60)
+    _, (width, height) = _png(f)
+    assert (width, height) == (11 * 60, 8 * 60)
+    # a model without attention and without validation
+    g = tmp_path / "overview_lstm.png"
+    plots.overview(g, epochs=ep, train_loss=1 / ep, val_loss=None, t=t, actual=actual,
+                   predicted=pred, weights=None, baselines={}, model_rmse=0.1, dpi=60)
+    _png(g)
+    # no temporary files left behind
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [
+        "overview.png", "overview_lstm.png"]
+
+
+def test_attention_maps(tmp_path):
+    rng = np.random.default_rng(1)
+    mean_w = rng.random((2, 2, 5, 5))
+    ex_w = rng.random((2, 2, 5, 5))
+    f = tmp_path / "maps.png"
+    plots.attention_maps(f, mean_weights=mean_w, example_weights=ex_w, dpi=50)
+    _, (width, height) = _png(f)
+    assert height > width  # one row per layer and head
+
+
+def test_attention_by_lag(tmp_path):
+    f = tmp_path / "lag.png"
+    plots.attention_by_lag(f, lags=np.arange(10), weight=np.linspace(0.2, 0.0, 10), dpi=60)
+    _png(f)
+
+
+def test_forecast_figure(tmp_path, arrays):
+    t, actual, pred, _ = arrays
+    f = tmp_path / "forecast.png"
+    plots.forecast(f, t_all=t, values=actual, spans={"train": (0, 25), "val": (25, 30),
+                                                     "test": (30, 39)},
+                   t_test=t[30:], model=pred[30:], naive=actual[29:39], dpi=60)
+    _png(f)
+
+
+def test_horizon_errors(tmp_path):
+    f = tmp_path / "h.png"
+    steps = np.arange(1, 6)
+    plots.horizon_errors(f, steps=steps, errors={"model": steps * 0.1, "naive": steps * 0.15,
+                                                 "seasonal_naive": steps * 0.2}, dpi=60)
+    _png(f)
+
+
+def test_same_data_same_bytes(tmp_path):
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    for f in (a, b):
+        plots.attention_by_lag(f, lags=np.arange(8), weight=np.full(8, 1 / 8), dpi=60)
+    assert a.read_bytes() == b.read_bytes()
+
+
+# ---------------------------------------------------------------- report
+def _row(**kw):
+    base = {"rmse": 0.123456, "mae": 0.1, "mase": None, "r2": 0.9,
+            "directional_accuracy": 0.75, "skill_vs_naive": 0.25, "signal_rmse": None}
+    base.update(kw)
+    return base
+
+
+def test_summary_markdown_has_a_row_per_forecaster():
+    metrics = {"model": _row(), "naive": _row(rmse=0.2), "mean": _row(rmse=0.9),
+               "ridge": _row(rmse=0.15), "n_test": 58}
+    md = summary_markdown(metrics, Params())
+    lines = md.splitlines()
+    assert "58 windows" in md
+    table = [ln for ln in lines if ln.startswith("| ")]
+    header = table[0]
+    for col in ("forecaster", "rmse", "mae", "mase", "r2", "directional_accuracy"):
+        assert col in header
+    rows = {ln.split("|")[1].strip(): ln for ln in table[1:]
+            if ln.split("|")[1].strip() in ("**model**", "naive", "mean", "ridge")}
+    assert set(rows) == {"**model**", "naive", "mean", "ridge"}
+    n_cols = header.count("|")
+    for ln in rows.values():
+        assert ln.count("|") == n_cols
+    assert "0.1235" in rows["**model**"] and "n/a" in rows["**model**"]
+    assert "| 0.9 |" in rows["mean"]
+    # the separator row right under the header
+    assert lines[lines.index(header) + 1].startswith("|---|")
+    # key settings listed
+    assert "window 10" in md and "lr 0.005" in md
+
+
+def test_summary_markdown_lstm_and_csv_settings():
+    p = parse_params({"model": {"kind": "lstm"}, "data": {"kind": "csv", "csv_path": "x.csv",
+                                                          "csv_column": "close"}})
+    md = summary_markdown({"model": _row(), "n_test": 3}, p)
+    assert "lstm" in md and "x.csv:close" in md
+    assert "heads" not in md
