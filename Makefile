@@ -24,5 +24,19 @@ repro: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# Benchmarks (not tests): accuracy over seeds 42, 1, 2, 3, 4 and speed, beside the source's
+# worked example when REFERENCE points at it.
+REFERENCE ?= ../shared/reference/seed_reference.py
+bench: $(STAMP)
+	$(BIN)/python bench/accuracy.py --reference $(REFERENCE)
+	$(BIN)/python bench/accuracy.py -S prepare.scaler=none --reference $(REFERENCE)
+	$(BIN)/python bench/speed.py --reference $(REFERENCE)
+
+# Refresh the README's copies of the default run's figures and summary table.
+docs: repro
+	mkdir -p docs
+	cp reports/figures/*.png docs/
+	cp reports/summary.md docs/summary.md
+
 clean:
 	rm -rf $(VENV) .pytest_cache

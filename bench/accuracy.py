@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, run_pipeline, with_overrides  # noqa: E402
 
 COLS = ("model_rmse", "model_signal_rmse", "ridge_rmse", "ridge_signal_rmse", "naive_rmse",
-        "train_s")
+        "model_over_naive", "train_s")
 
 
 def run_project(base: dict, overrides: list[str], seed: int) -> dict:
@@ -34,7 +34,7 @@ def run_project(base: dict, overrides: list[str], seed: int) -> dict:
     return {"seed": seed, "model_rmse": m["model"]["rmse"],
             "model_signal_rmse": m["model"]["signal_rmse"], "ridge_rmse": m["ridge"]["rmse"],
             "ridge_signal_rmse": m["ridge"]["signal_rmse"], "naive_rmse": m["naive"]["rmse"],
-            "train_s": fit.seconds}
+            "model_over_naive": m["model"]["rmse"] / m["naive"]["rmse"], "train_s": fit.seconds}
 
 
 def run_reference(script: Path, seed: int, n_points: int, epochs: int) -> dict:
@@ -43,7 +43,7 @@ def run_reference(script: Path, seed: int, n_points: int, epochs: int) -> dict:
     r = json.loads(out.strip().splitlines()[-1])
     return {"seed": seed, "model_rmse": r["test_rmse"], "model_signal_rmse": r["rmse_vs_clean"],
             "ridge_rmse": None, "ridge_signal_rmse": None, "naive_rmse": r["naive_rmse"],
-            "train_s": r["train_s"]}
+            "model_over_naive": r["test_rmse"] / r["naive_rmse"], "train_s": r["train_s"]}
 
 
 def table(title: str, rows: list[dict]) -> str:
@@ -51,8 +51,8 @@ def table(title: str, rows: list[dict]) -> str:
     lines = [f"{title}", "| seed | " + " | ".join(COLS) + " |", "|---" * (len(COLS) + 1) + "|"]
     for r in rows:
         lines.append(f"| {r['seed']} | " + " | ".join(fmt(r[c]) for c in COLS) + " |")
-    med = {c: statistics.median([r[c] for r in rows]) if rows[0][c] is not None else None
-           for c in COLS}
+    med = {c: statistics.median([r[c] for r in rows if r[c] is not None])
+           if any(r[c] is not None for r in rows) else None for c in COLS}
     lines.append("| **median** | " + " | ".join(fmt(med[c]) for c in COLS) + " |")
     return "\n".join(lines), med
 

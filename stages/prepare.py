@@ -22,9 +22,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", required=True, help="folder for series.npz and meta.json")
     args = ap.parse_args(argv)
     p = load_params(args.params).prepare
-    raw = pd.read_csv(args.series, dtype={"t": str}, keep_default_na=True)
-    t = pd.to_numeric(raw["t"], errors="coerce")
-    t = t.to_numpy(np.float64) if t.notna().all() else raw["t"].to_numpy(str)
+    raw = pd.read_csv(args.series)
+    t = raw["t"].to_numpy(np.float64 if raw["t"].dtype.kind in "iuf" else str)
     prep = prepare(raw["value"].to_numpy(np.float64), raw["signal"].to_numpy(np.float64), t,
                    window=p.window, horizon=p.horizon, test_frac=p.test_frac,
                    val_frac=p.val_frac, scaler=p.scaler, transform=p.transform)

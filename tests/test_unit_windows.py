@@ -119,7 +119,7 @@ def test_make_split_too_short_raises():
     with pytest.raises(UserInputError):
         make_split(5, 10, 1, 0.2, 0.0)  # shorter than a window
     # a requested validation part that gets no window is also too short
-    with pytest.raises(UserInputError, match="validation"):
+    with pytest.raises(UserInputError, match="0 val"):
         make_split(16, 10, 1, 0.2, 0.1)
 
 

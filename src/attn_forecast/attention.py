@@ -44,7 +44,7 @@ class SelfAttention(nn.Module):
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.out = nn.Linear(d_model, d_model) if n_heads > 1 else nn.Identity()
         self.p_drop = dropout
-        self.drop = nn.Dropout(dropout)
+        self.drop = nn.Dropout(dropout) if dropout else nn.Identity()
 
     def forward(self, x: torch.Tensor, need_weights: bool = False
                 ) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -61,7 +61,7 @@ class Block(nn.Module):
         super().__init__()
         self.attn = SelfAttention(s.d_model, s.n_heads, s.dropout)
         self.residual = s.residual
-        self.drop = nn.Dropout(s.dropout)
+        self.drop = nn.Dropout(s.dropout) if s.dropout else nn.Identity()
         if s.residual:
             self.norm1 = nn.LayerNorm(s.d_model)
             self.norm2 = nn.LayerNorm(s.d_model)

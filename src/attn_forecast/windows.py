@@ -79,27 +79,38 @@ class Split:
             np.zeros(0, dtype=np.int64)
 
 
-def make_split(n: int, window: int, horizon: int, test_frac: float, val_frac: float) -> Split:
-    """Cut the first (1 - test - val) share of all windows for training, then val, then test.
-
-    With horizon 1 and no validation this is the source's ``split = int(len(X) * 0.8)``.
-    """
+def _split(n: int, window: int, horizon: int, test_frac: float, val_frac: float) -> Split:
     n_windows = n - window - horizon + 1
     # floor with a tolerance: 1 - 0.3 - 0.2 is 0.49999999999999994 in floating point
     n_train = math.floor(n_windows * (1 - test_frac - val_frac) + 1e-9)
     n_trainval = math.floor(n_windows * (1 - test_frac) + 1e-9)
     train_end = window + n_train + horizon - 1
     val_end = window + n_trainval + horizon - 1 if val_frac > 0 else train_end
-    split = Split(n, window, horizon, train_end, val_end)
-    counts = {part: len(split.ends(part)) for part in ("train", "val", "test")}
-    needed = [part for part in ("train", "test") + (("val",) if val_frac > 0 else ())
-              if counts[part] < 1]
-    if needed:
+    return Split(n, window, horizon, train_end, val_end)
+
+
+def _usable(s: Split, val_frac: float) -> bool:
+    parts = ("train", "test") + (("val",) if val_frac > 0 else ())
+    return all(len(s.ends(p)) >= 1 for p in parts)
+
+
+def make_split(n: int, window: int, horizon: int, test_frac: float, val_frac: float,
+               offset: int = 0) -> Split:
+    """Cut the first (1 - test - val) share of all windows for training, then val, then test.
+
+    With horizon 1 and no validation this is the source's ``split = int(len(X) * 0.8)``.
+    ``offset`` (values the transform consumes) only makes the error message count values.
+    """
+    split = _split(n, window, horizon, test_frac, val_frac)
+    if not _usable(split, val_frac):
+        need = next(m for m in range(window + horizon, 10 * (window + horizon) + 1000)
+                    if _usable(_split(m, window, horizon, test_frac, val_frac), val_frac))
+        counts = ", ".join(f"{len(split.ends(p))} {p}" for p in ("train", "val", "test"))
         raise UserInputError(
-            f"series too short: {n} model steps give {counts['train']} train, {counts['val']} "
-            f"validation and {counts['test']} test windows for window {window} + horizon "
-            f"{horizon}; need at least one in each part (more data, or a smaller window, "
-            "horizon or fractions)")
+            f"series too short: {n + offset} values give {counts} windows for window "
+            f"{window} + horizon {horizon} with test_frac {test_frac} and val_frac {val_frac}; "
+            f"need at least {need + offset} values (or a smaller prepare.window, "
+            "prepare.horizon or fractions)")
     return split
 
 
@@ -183,7 +194,8 @@ def prepare(levels: np.ndarray, signal: np.ndarray, t: np.ndarray, *, window: in
             horizon: int, test_frac: float, val_frac: float, scaler: str,
             transform: str) -> Prepared:
     z = to_model_series(levels, transform)
-    split = make_split(len(z), window, horizon, test_frac, val_frac)
+    split = make_split(len(z), window, horizon, test_frac, val_frac,
+                       transform_offset(transform))
     fitted = fit_scaler(z[:split.train_end], scaler)  # the train part only
     return Prepared(levels, signal, t, fitted.transform(z).astype(np.float32), split, fitted,
                     transform)

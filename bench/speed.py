@@ -1,0 +1,238 @@
+"""Speed and scale benchmarks, each printed beside what it is compared against.
+
+    python bench/speed.py [--reference PATH] [--only NAME ...] [--big-points N]
+
+  train_small   train stage's training time on the source's config vs the yardstick's
+  train_large   windows/s of the stage's loop vs a TensorDataset + DataLoader loop over
+                materialized windows (window 96, d_model 64, 4 heads, 2 layers, batch 512,
+                200,000 points)
+  memory        peak RSS of generate, prepare and one train epoch on a 10,000,000-point
+                series with window 96 (each stage a separate process)
+  repro         `dvc repro --force` wall time on the default params vs the yardstick's whole
+                process, and a `dvc repro` with nothing changed
+  queue         a 4-point queued grid run with `dvc queue start -j 2` vs `-j 1`
+
+Timings depend on the machine and on what else runs: compare figures from one run.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, run_pipeline, with_overrides  # noqa: E402
+
+ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "ITERATIVE_DO_NOT_TRACK": "1",
+       "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
+SOURCE = ["prepare.scaler=none", "prepare.window=10", "model.d_model=32", "model.ffn_dim=64",
+          "model.n_heads=1", "model.n_layers=1", "model.residual=false",
+          "model.positional=sinusoidal", "model.pooling=last", "model.dropout=0.0",
+          "train.epochs=300", "train.lr=0.005", "train.batch_size=0", "train.optimizer=adam",
+          "train.weight_decay=0.0", "train.loss=mse", "train.scheduler=none",
+          "train.warmup_epochs=0", "train.augment_noise=0.0", "train.patience=0",
+          "prepare.val_frac=0.0", "data.kind=sine", "data.n_points=300"]
+LARGE = ["data.n_points=200000", "prepare.window=96", "model.d_model=64", "model.ffn_dim=128",
+         "model.n_heads=4", "model.n_layers=2", "model.residual=true", "train.batch_size=512",
+         "train.epochs=1", "prepare.val_frac=0.0", "train.patience=0",
+         "train.augment_noise=0.0", "train.device=cpu"]
+
+
+def quiet(fn, *a, **kw):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return fn(*a, **kw)
+
+
+def yardstick(script: Path, seed=42, n=300, epochs=300) -> tuple[dict, float]:
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, str(script), str(seed), str(n), str(epochs)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1]), time.perf_counter() - t0
+
+
+def bench_train_small(ref: Path | None) -> None:
+    p = with_overrides(BASE, SOURCE)
+    runs = [quiet(run_pipeline, p)[0].seconds for _ in range(3)]
+    print(f"train_small: train stage training time {min(runs):.3f} s (best of 3)", end="")
+    if ref:
+        r = [yardstick(ref)[0]["train_s"] for _ in range(3)]
+        print(f" vs yardstick {min(r):.3f} s (best of 3): ratio {min(runs) / min(r):.2f}")
+    else:
+        print()
+
+
+def dataloader_loop(p: dict, epochs: int = 1) -> float:
+    """The straightforward loop: materialize every window, TensorDataset + DataLoader."""
+    import numpy as np
+    import torch
+    from attn_forecast.model import ModelSettings, build_model
+    from attn_forecast.windows import load_prepared
+    work = Path(tempfile.mkdtemp(prefix="attn-bench-"))
+    quiet(run_pipeline, p, work, stages=("generate", "prepare"))
+    prep = load_prepared(work / "prepared")
+    w, h = prep.split.window, prep.split.horizon
+    z = prep.z
+    X = np.stack([z[e - w:e] for e in prep.split.ends("train")])
+    Y = np.stack([z[e:e + h] for e in prep.split.ends("train")])
+    torch.manual_seed(0)
+    m = p["model"]
+    model = build_model(ModelSettings(window=w, horizon=h, **m))
+    ds = torch.utils.data.TensorDataset(torch.from_numpy(X), torch.from_numpy(Y))
+    dl = torch.utils.data.DataLoader(ds, batch_size=p["train"]["batch_size"], shuffle=True)
+    opt = torch.optim.Adam(model.parameters(), lr=p["train"]["lr"])
+    loss_fn = torch.nn.MSELoss()
+    t0 = time.perf_counter()
+    for _ in range(epochs):
+        model.train()
+        for x, y in dl:
+            opt.zero_grad()
+            loss = loss_fn(model(x)[0], y)
+            loss.backward()
+            opt.step()
+    dt = time.perf_counter() - t0
+    shutil.rmtree(work)
+    return len(X) * epochs / dt
+
+
+def bench_train_large() -> None:
+    p = with_overrides(BASE, LARGE)
+    ours = quiet(run_pipeline, p, stages=("generate", "prepare", "train"))[0].windows_per_s
+    base = dataloader_loop(p)
+    print(f"train_large: stage {ours:,.0f} windows/s vs TensorDataset+DataLoader "
+          f"{base:,.0f} windows/s: {ours / base:.2f}x (target >= 1.5x)")
+
+
+def peak_rss_mib(cmd: list[str], cwd: Path) -> tuple[float, float]:
+    """Run ``cmd``; peak RSS of that child (MiB) and wall seconds."""
+    t0 = time.perf_counter()
+    code = (f"import resource, subprocess, sys; r = subprocess.run({cmd!r}, cwd={str(cwd)!r}); "
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(r.returncode)")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, env=ENV).stdout
+    return int(out.strip().splitlines()[-1]) / 1024, time.perf_counter() - t0
+
+
+def bench_memory(n_points: int) -> None:
+    work = Path(tempfile.mkdtemp(prefix="attn-bench-"))
+    p = with_overrides(BASE, [f"data.n_points={n_points}", "prepare.window=96",
+                              "train.epochs=1", "train.batch_size=512", "train.device=cpu",
+                              "prepare.val_frac=0.0", "train.patience=0"])
+    (work / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
+    py, st = sys.executable, str(ROOT / "stages")
+    steps = {
+        "generate": [py, f"{st}/generate.py", "--inputs", str(ROOT / "data/external"),
+                     "--out", "series.csv"],
+        "prepare": [py, f"{st}/prepare.py", "--series", "series.csv", "--out", "prepared"],
+        "train (1 epoch)": [py, f"{st}/train.py", "--prepared", "prepared", "--model",
+                            "model.pt", "--history", "history.csv"],
+    }
+    for name, cmd in steps.items():
+        rss, secs = peak_rss_mib(cmd, work)
+        limit = 1536 if name.startswith("train") else 1024
+        print(f"memory: {name} of {n_points:,} points, window 96: peak RSS {rss:,.0f} MiB "
+              f"in {secs:.1f} s (target < {limit} MiB)")
+    shutil.rmtree(work)
+
+
+def dvc_copy() -> Path:
+    """A throwaway git + DVC repo holding the project's pipeline."""
+    work = Path(tempfile.mkdtemp(prefix="attn-bench-dvc-"))
+    for name in ("dvc.yaml", "params.yaml", "stages", "src", "data/external"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
+    run = lambda *c: subprocess.run(c, cwd=work, env=ENV, check=True,  # noqa: E731
+                                    capture_output=True)
+    run("git", "init", "-q")
+    run("git", "config", "user.email", "bench@example.invalid")
+    run("git", "config", "user.name", "bench")
+    run("dvc", "init", "-q")
+    run("dvc", "config", "core.analytics", "false")
+    run("dvc", "config", "core.check_update", "false")
+    run("git", "add", "-A")
+    run("git", "commit", "-qm", "bench")
+    return work
+
+
+def timed(cmd: list[str], cwd: Path) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=ENV, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def bench_repro(ref: Path | None) -> None:
+    work = dvc_copy()
+    timed(["dvc", "repro"], work)  # warm the caches once
+    force = min(timed(["dvc", "repro", "--force"], work) for _ in range(2))
+    noop = min(timed(["dvc", "repro"], work) for _ in range(3))
+    line = f"repro: dvc repro --force {force:.1f} s (best of 2)"
+    if ref:
+        whole = min(yardstick(ref)[1] for _ in range(2))
+        line += f" vs yardstick whole process {whole:.1f} s: ratio {force / whole:.2f} (target <= 2)"
+    print(line)
+    print(f"repro: dvc repro with nothing changed {noop:.2f} s (best of 3; target < 1.5 s)")
+    shutil.rmtree(work)
+
+
+def bench_queue() -> None:
+    grid = "train.lr=0.001,0.002,0.005,0.01"
+    times = {}
+    for jobs in (1, 2):
+        work = dvc_copy()
+        timed(["dvc", "repro"], work)
+        subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+        subprocess.run(["git", "commit", "-qm", "base"], cwd=work, check=True, env=ENV)
+        subprocess.run(["dvc", "exp", "run", "--queue", "-S", grid], cwd=work, env=ENV,
+                       check=True, capture_output=True)
+        t0 = time.perf_counter()
+        subprocess.run(["dvc", "queue", "start", "-j", str(jobs)], cwd=work, env=ENV,
+                       check=True, capture_output=True)
+        while True:
+            status = subprocess.run(["dvc", "queue", "status"], cwd=work, env=ENV,
+                                    capture_output=True, text=True).stdout
+            if "Queued" not in status and "Running" not in status:
+                break
+            time.sleep(0.5)
+        times[jobs] = time.perf_counter() - t0
+        subprocess.run(["dvc", "queue", "stop"], cwd=work, env=ENV, capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"queue: 4 experiments -j 1 {times[1]:.1f} s, -j 2 {times[2]:.1f} s: speed-up "
+          f"{times[1] / times[2]:.2f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reference", type=Path, help="the source's worked-example script")
+    ap.add_argument("--only", nargs="*", default=["train_small", "train_large", "memory",
+                                                  "repro", "queue"])
+    ap.add_argument("--big-points", type=int, default=10_000_000)
+    args = ap.parse_args()
+    ref = args.reference if args.reference and args.reference.exists() else None
+    if args.reference and ref is None:
+        print(f"(no yardstick at {args.reference}: its columns are left out)")
+    for name in args.only:
+        if name == "train_small":
+            bench_train_small(ref)
+        elif name == "train_large":
+            bench_train_large()
+        elif name == "memory":
+            bench_memory(args.big_points)
+        elif name == "repro":
+            bench_repro(ref)
+        elif name == "queue":
+            bench_queue()
+
+
+if __name__ == "__main__":
+    main()
