@@ -9,7 +9,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export DVC_NO_ANALYTICS := 1
 export ITERATIVE_DO_NOT_TRACK := 1
 
-.PHONY: venv repro test bench docs clean
+.PHONY: venv repro test bench docs source-baseline clean
 
 venv: $(STAMP)
 
@@ -24,6 +24,12 @@ repro: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# The lecture's worked example as it was written (window 10, last-step pooling, no
+# augmentation), as one DVC experiment beside the tuned defaults.
+SOURCE_BASELINE := -S prepare.window=10 -S model.pooling=last -S train.augment_noise=0.0
+source-baseline: $(STAMP)
+	$(BIN)/dvc exp run -n source-baseline $(SOURCE_BASELINE)
+
 # Benchmarks (not tests): accuracy over seeds 42, 1, 2, 3, 4 and speed, beside the source's
 # worked example when REFERENCE points at it.
 REFERENCE ?= ../shared/reference/seed_reference.py
@@ -34,9 +40,7 @@ bench: $(STAMP)
 
 # Refresh the README's copies of the default run's figures and summary table.
 docs: repro
-	mkdir -p docs
-	cp reports/figures/*.png docs/
-	cp reports/summary.md docs/summary.md
+	$(BIN)/python docs/refresh.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
