@@ -32,7 +32,13 @@ def _relaunch(nproc: int, argv: list[str] | None) -> None:
            f"--nproc_per_node={nproc}", __file__, *(sys.argv[1:] if argv is None else argv)]
     env = dict(os.environ)
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // nproc)))
-    sys.exit(subprocess.call(cmd, env=env))
+    res = subprocess.run(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error: ")]
+    if res.returncode and errors:  # every rank reports the same error; torchrun adds its own
+        print(errors[0], file=sys.stderr)
+        sys.exit(2)
+    sys.stderr.write(res.stderr)
+    sys.exit(res.returncode)
 
 
 def main(argv: list[str] | None = None) -> FitResult | None:

@@ -148,6 +148,7 @@ def test_bad_input_fails_with_one_line(case, outcomes):
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, detail
     assert lines[0].startswith("error: "), detail
+    print(f"\n| {case.id} | {case.stage} | {lines[0]} |")  # `pytest -s`: the answers as a table
     for text in case.expect:
         assert text in lines[0], f"{text!r} not in {lines[0]!r}"
     assert out.leftovers == [], f"{case.stage} left {out.leftovers} behind"

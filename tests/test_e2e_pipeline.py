@@ -195,7 +195,7 @@ def test_queued_grid_and_plots_diff(built):
     assert len(names) == 2, res.stdout + res.stderr
 
     # The worker is a detached daemon that would hold a captured pipe open: no capture here.
-    subprocess.run(["dvc", "queue", "start", "-j", "1"], cwd=proj.path, env=proj.env,
+    subprocess.run(["dvc", "queue", "start", "-j", "2"], cwd=proj.path, env=proj.env,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    stdin=subprocess.DEVNULL, timeout=60, check=True)
     deadline = time.monotonic() + 180

@@ -72,19 +72,27 @@ def _time_key(col: pd.Series, name: str) -> pd.Series:
     return as_date
 
 
+PARAM_KEYS = ("data.csv_path", "data.csv_column", "data.csv_time_column")
+
+
 def read_csv_series(path: str | Path, column: str, time_column: str = "",
-                    missing: str = "error") -> pd.DataFrame:
-    """A user's series from a CSV file, checked and sorted by its time column."""
+                    missing: str = "error", keys: tuple[str, str, str] = PARAM_KEYS
+                    ) -> pd.DataFrame:
+    """A user's series from a CSV file, checked and sorted by its time column.
+
+    ``keys`` name the file, column and time column in error messages (params keys for the
+    generate stage, command-line flags for the forecast command).
+    """
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"data.csv_path: file not found: {path}")
+        raise DataError(f"{keys[0]}: file not found: {path}")
     try:
         # blank lines are empty cells of a one-column file, not lines to skip
         raw = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else "empty file"
         raise DataError(f"{path}: not a readable CSV file ({first})") from None
-    for key, name in (("data.csv_column", column), ("data.csv_time_column", time_column)):
+    for key, name in ((keys[1], column), (keys[2], time_column)):
         if name and name not in raw.columns:
             have = ", ".join(map(str, raw.columns)) or "none"
             raise DataError(f"{key}: column {name!r} not in {path} (columns: {have})")

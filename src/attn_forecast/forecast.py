@@ -10,6 +10,7 @@ in when ``--steps`` exceeds the model's horizon. Writes ``step, forecast`` CSV.
 from __future__ import annotations
 
 import argparse
+import pickle
 
 import numpy as np
 import pandas as pd
@@ -63,10 +64,12 @@ def main(argv: list[str] | None = None) -> None:
         model, payload = load_checkpoint(args.model)
     except FileNotFoundError:
         raise UserInputError(f"--model: file not found: {args.model}") from None
-    except (RuntimeError, KeyError, TypeError) as err:
+    except (RuntimeError, KeyError, TypeError, ValueError, EOFError,
+            pickle.UnpicklingError) as err:  # what torch.load raises on a foreign file
         raise UserInputError(f"--model: {args.model} is not a checkpoint of this project "
                              f"({type(err).__name__})") from None
-    series = read_csv_series(args.csv, args.column, args.time_column, args.missing)
+    series = read_csv_series(args.csv, args.column, args.time_column, args.missing,
+                             keys=("--csv", "--column", "--time-column"))
     values = forecast_levels(model, payload["prepare"], series["value"].to_numpy(), args.steps)
     write_csv(args.out, pd.DataFrame({"step": np.arange(1, args.steps + 1),
                                       "forecast": values}))

@@ -138,10 +138,11 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     calls (a compiled or DistributedDataParallel wrapper of ``model``); default ``model``.
     Under DistributedDataParallel (``world`` > 1) every rank draws the same batches and takes
     every ``world``-th window of each; DDP averages the gradients, and the logged loss is
-    summed over ranks, so the history matches a single process up to rounding.
+    summed over ranks, so the history matches a single process up to rounding (with input
+    noise, each rank draws its own).
     Raises UserInputError if the loss stops being finite.
     """
-    step_model = step_model or model
+    step_model = model if step_model is None else step_model  # (a Module has no truth value)
     device = series.device
     gen = torch.Generator(device=device).manual_seed(p.seed)  # batch order: same on all ranks
     aug_gen = torch.Generator(device=device).manual_seed(p.seed + 1 + rank)
@@ -166,14 +167,18 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
                 x, y = gather_windows(series, train_ends[order[i:i + bs]], window, horizon)
             else:
                 x, y = full
+            n_batch = len(x)
             if world > 1:
                 x, y = x[rank::world], y[rank::world]
             x, y = augment(x, y, p, aug_gen)
             opt.zero_grad(set_to_none=True)
             with autocast(device, p.precision):
                 pred = step_model(x)[0]
-            loss = loss_fn(pred.float(), y)
-            loss.backward()
+            # a rank whose shard is empty still takes part in DDP's gradient all-reduce
+            loss = loss_fn(pred.float(), y) if len(x) else pred.float().sum()
+            # DDP averages gradients over ranks; weighting each rank's mean loss by its share
+            # of the batch makes that average the gradient of the whole batch's mean loss
+            (loss * (len(x) * world / n_batch) if world > 1 else loss).backward()
             if p.grad_clip:
                 nn.utils.clip_grad_norm_(model.parameters(), p.grad_clip)
             opt.step()
