@@ -28,7 +28,7 @@ test: $(STAMP)
 # augmentation), as one DVC experiment beside the tuned defaults.
 SOURCE_BASELINE := -S prepare.window=10 -S model.pooling=last -S train.augment_noise=0.0
 source-baseline: $(STAMP)
-	$(BIN)/dvc exp run -n source-baseline $(SOURCE_BASELINE)
+	$(BIN)/dvc exp run -f -n source-baseline $(SOURCE_BASELINE)
 
 # Benchmarks (not tests): accuracy over seeds 42, 1, 2, 3, 4 and speed, beside the source's
 # worked example when REFERENCE points at it.

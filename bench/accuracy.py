@@ -46,7 +46,7 @@ def run_reference(script: Path, seed: int, n_points: int, epochs: int) -> dict:
             "model_over_naive": r["test_rmse"] / r["naive_rmse"], "train_s": r["train_s"]}
 
 
-def table(title: str, rows: list[dict]) -> str:
+def table(title: str, rows: list[dict]) -> tuple[str, dict]:
     fmt = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
     lines = [f"{title}", "| seed | " + " | ".join(COLS) + " |", "|---" * (len(COLS) + 1) + "|"]
     for r in rows:
@@ -72,7 +72,9 @@ def main() -> None:
     text, med = table(f"project, overrides: {' '.join(args.overrides) or '(defaults)'}", rows)
     print(text)
     result = {"overrides": args.overrides, "rows": rows, "median": med}
-    if args.reference:
+    if args.reference and not args.reference.exists():
+        print(f"\n(no reference script at {args.reference}: its table is left out)")
+    elif args.reference:
         p = with_overrides(base, args.overrides)
         ref = [run_reference(args.reference, s, p["data"]["n_points"], p["train"]["epochs"])
                for s in seeds]

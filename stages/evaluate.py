@@ -9,11 +9,9 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-import pandas as pd
 
-from attn_forecast import metrics as M
 from attn_forecast.errors import run_cli
-from attn_forecast.evaluation import evaluate, lag_profile
+from attn_forecast.evaluation import evaluate, tables
 from attn_forecast.io import write_csv, write_json, write_npz
 from attn_forecast.model import load_checkpoint
 from attn_forecast.params import load_params
@@ -38,23 +36,14 @@ def main(argv: list[str] | None = None) -> dict:
     ev = evaluate(prep, model, ridge_alpha=p.ridge_alpha, season=p.season,
                   noise_std=params.data.noise_std)
 
-    pred = pd.DataFrame({"t": ev.t, "actual": ev.actual[:, 0]})
-    for name, f in ev.forecasts.items():
-        pred["predicted" if name == "model" else name] = f[:, 0]
-    steps = np.arange(1, prep.split.horizon + 1)
-    horizon = pd.DataFrame({"step": steps, **{
-        name: [M.rmse(ev.actual[:, k], f[:, k]) for k in range(len(steps))]
-        for name, f in ev.forecasts.items()}})
+    out = tables(ev, model.settings.pooling)
     W = prep.split.window
-    lags = pd.DataFrame({"lag": np.arange(W), "weight": lag_profile(ev.mean_weights)}
-                        if ev.mean_weights is not None else {"lag": [], "weight": []})
     empty = np.zeros((0, 0, W, W))
     write_npz(args.attention,
               mean=ev.mean_weights if ev.mean_weights is not None else empty,
               example=ev.example_weights if ev.example_weights is not None else empty)
-    write_csv(args.predictions, pred)
-    write_csv(args.horizon, horizon)
-    write_csv(args.lags, lags)
+    for name in ("predictions", "horizon", "lags"):
+        write_csv(getattr(args, name), out[name])
     write_json(args.metrics, ev.metrics)
     m = ev.metrics
     print(f"evaluate: {m['n_test']} test windows, RMSE model {m['model']['rmse']:.4f} | "

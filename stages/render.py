@@ -20,10 +20,10 @@ from attn_forecast.windows import load_prepared
 
 
 def _time(values: np.ndarray) -> np.ndarray:
-    """Numbers stay numbers; ISO date strings become datetimes for the axes."""
+    """Numbers stay numbers; date strings become datetimes for the axes."""
     if values.dtype.kind in "iuf":
         return values
-    return pd.to_datetime(pd.Series(values), format="mixed").to_numpy()
+    return pd.to_datetime(pd.Series(values.astype(str)), format="mixed").to_numpy()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -37,10 +37,8 @@ def main(argv: list[str] | None = None) -> None:
     dpi = params.render.dpi
     prep = load_prepared(args.prepared)
     hist = pd.read_csv(args.history)
-    pred = pd.read_csv(args.predictions, dtype={"t": str})
-    t_test = _time(pd.to_numeric(pred["t"], errors="coerce").to_numpy()
-                   if pd.to_numeric(pred["t"], errors="coerce").notna().all()
-                   else pred["t"].to_numpy(str))
+    pred = pd.read_csv(args.predictions)
+    t_test = _time(pred["t"].to_numpy())
     metrics = read_json(args.metrics)
     att = read_npz(args.attention)
     has_att = att["mean"].size > 0
@@ -54,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
                    train_loss=hist["train_loss"].to_numpy(),
                    val_loss=hist["val_loss"].to_numpy(dtype=float), t=t_test,
                    actual=pred["actual"].to_numpy(), predicted=pred["predicted"].to_numpy(),
-                   weights=att["example"][0].mean(axis=0) if has_att else None,
+                   weights=att["example"][-1].mean(axis=0) if has_att else None,
                    baselines=baselines, model_rmse=metrics["model"]["rmse"], dpi=dpi)
     if has_att:
         plots.attention_maps(fig_dir / "attention.png", mean_weights=att["mean"],
@@ -63,12 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         plots.attention_by_lag(fig_dir / "attention_by_lag.png", lags=lags["lag"].to_numpy(),
                                weight=lags["weight"].to_numpy(), dpi=dpi)
     t_all = _time(prep.t)
-    s, off = prep.split, prep.offset
-    spans = {"train": (t_all[0], t_all[s.train_end + off - 1]),
-             "val": (t_all[s.train_end + off - 1], t_all[s.val_end + off - 1]),
-             "test": (t_all[s.val_end + off - 1], t_all[-1])}
-    if s.val_end == s.train_end:
-        del spans["val"]
+    spans = {part: (t_all[lo], t_all[hi]) for part, (lo, hi) in prep.spans().items()}
     plots.forecast(fig_dir / "forecast.png", t_all=t_all, values=prep.levels, spans=spans,
                    t_test=t_test, model=pred["predicted"].to_numpy(),
                    naive=pred["naive"].to_numpy(), dpi=dpi)

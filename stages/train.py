@@ -22,7 +22,7 @@ from attn_forecast.errors import run_cli
 from attn_forecast.io import write_csv
 from attn_forecast.model import ModelSettings, build_model, n_parameters, save_checkpoint
 from attn_forecast.params import load_params
-from attn_forecast.train import FitResult, fit, select_device
+from attn_forecast.train import FitResult, check_runtime, fit, select_device
 from attn_forecast.windows import load_prepared
 
 
@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> FitResult | None:
     prep = load_prepared(args.prepared)
     device = select_device(p.device)
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    check_runtime(p, device)
     if p.nproc > 1 and world == 1:
         _relaunch(p.nproc, argv)
     rank = int(os.environ.get("RANK", "0"))

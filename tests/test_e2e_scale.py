@@ -9,6 +9,7 @@ The runs go two at a time (the machine has two cores); the tests only look at th
 from __future__ import annotations
 
 import math
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -142,6 +143,8 @@ def test_bf16_autocast_on_cpu(runs):
     assert _rel(hist["train_loss"][0], fp32["train_loss"][0]) < 0.05
 
 
+@pytest.mark.skipif(not any(shutil.which(c) for c in ("cc", "gcc", "clang")),
+                    reason="torch.compile on CPU needs a C compiler")
 def test_slow_torch_compile_on_cpu(scale):
     run = _train(scale, "compile", {"train.compile": True, "train.epochs": 2},
                  "data/prepared", timeout=240)

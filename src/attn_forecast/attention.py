@@ -54,11 +54,13 @@ class SelfAttention(nn.Module):
         def heads(t: torch.Tensor) -> torch.Tensor:
             return t.view(B, T, H, D // H).transpose(1, 2)  # (B, H, T, d_k)
 
-        q, k, v = heads(self.W_Q(x)), heads(self.W_K(x)), heads(self.W_V(x))
+        # (B, 1, T, D) for one head: a view, no copy
+        split = heads if H > 1 else (lambda t: t.unsqueeze(1))
+        q, k, v = split(self.W_Q(x)), split(self.W_K(x)), split(self.W_V(x))
         if need_weights:
             out, weights = attention(q, k, v, self.drop if self.training else None)
         else:
             p = self.p_drop if self.training else 0.0
             out, weights = F.scaled_dot_product_attention(q, k, v, dropout_p=p), None
-        out = out.transpose(1, 2).reshape(B, T, D)  # (B, T, H * d_k)
+        out = out.transpose(1, 2).reshape(B, T, D) if H > 1 else out.squeeze(1)  # (B, T, D)
         return self.out(out), weights

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import nn
 
@@ -70,7 +71,7 @@ def evaluate(prep: Prepared, model: nn.Module, *, ridge_alpha: float, season: in
     if season:
         if first.min() - season < 0:
             raise UserInputError(f"evaluate.season ({season}) reaches before the start of the "
-                                 f"series; it must be < {int(first.min())}")
+                                 f"series; it must be <= {int(first.min())}")
         forecasts["seasonal_naive"] = M.seasonal_naive_forecast(prep.levels, first, H, season)
     forecasts["mean"] = M.mean_forecast(train_levels, len(test), H)
     forecasts["ridge"] = _levels(prep, M.ridge_forecast(x_tr, y_tr, x_te, ridge_alpha), last)
@@ -91,7 +92,27 @@ def evaluate(prep: Prepared, model: nn.Module, *, ridge_alpha: float, season: in
     return Evaluation(metrics, prep.t[first], actual, forecasts, mean_w, example_w)
 
 
-def lag_profile(mean_weights: np.ndarray) -> np.ndarray:
-    """Mean weight the last query of the last layer gives each lag, averaged over heads;
-    index 0 = lag 0 (the newest input)."""
-    return mean_weights[-1, :, -1, :].mean(axis=0)[::-1]
+def lag_profile(mean_weights: np.ndarray, pooling: str) -> np.ndarray:
+    """Mean weight each lag gets in the last layer, averaged over heads; index 0 = lag 0 (the
+    newest input). With ``last`` pooling only the last query feeds the head, so that row is
+    taken; with ``mean`` pooling every query does, so the rows are averaged."""
+    rows = mean_weights[-1, :, -1, :] if pooling == "last" else mean_weights[-1].mean(axis=1)
+    return rows.mean(axis=0)[::-1]
+
+
+def tables(ev: Evaluation, pooling: str) -> dict[str, pd.DataFrame]:
+    """The evaluate stage's CSVs: first-step predictions, RMSE by steps ahead, weight by lag."""
+    pred = pd.DataFrame({"t": ev.t, "actual": ev.actual[:, 0]})
+    for name, f in ev.forecasts.items():
+        pred["predicted" if name == "model" else name] = f[:, 0]
+    H = ev.actual.shape[1]
+    horizon = pd.DataFrame({"step": np.arange(1, H + 1), **{
+        name: [M.rmse(ev.actual[:, k], f[:, k]) for k in range(H)]
+        for name, f in ev.forecasts.items()}})
+    if ev.mean_weights is not None:
+        W = ev.mean_weights.shape[-1]
+        lags = pd.DataFrame({"lag": np.arange(W),
+                             "weight": lag_profile(ev.mean_weights, pooling)})
+    else:
+        lags = pd.DataFrame({"lag": [], "weight": []})
+    return {"predictions": pred, "horizon": horizon, "lags": lags}

@@ -19,7 +19,7 @@ import torch
 from .data import read_csv_series
 from .errors import UserInputError, run_cli
 from .io import write_csv
-from .model import load_checkpoint
+from .model import model_from_payload
 from .windows import Scaler, to_levels, to_model_series, transform_offset
 
 
@@ -61,13 +61,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.steps < 1:
         raise UserInputError(f"--steps must be an integer >= 1, got {args.steps}")
     try:
-        model, payload = load_checkpoint(args.model)
+        payload = torch.load(args.model, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise UserInputError(f"--model: file not found: {args.model}") from None
-    except (RuntimeError, KeyError, TypeError, ValueError, EOFError,
+    except (RuntimeError, ValueError, KeyError, TypeError, EOFError,
             pickle.UnpicklingError) as err:  # what torch.load raises on a foreign file
-        raise UserInputError(f"--model: {args.model} is not a checkpoint of this project "
+        raise UserInputError(f"--model: {args.model} is not a PyTorch checkpoint "
                              f"({type(err).__name__})") from None
+    if not (isinstance(payload, dict) and {"settings", "state_dict", "prepare"} <= set(payload)):
+        raise UserInputError(f"--model: {args.model} is not a checkpoint of this project's "
+                             "train stage (no settings, state_dict and prepare entries)")
+    model = model_from_payload(payload)
     series = read_csv_series(args.csv, args.column, args.time_column, args.missing,
                              keys=("--csv", "--column", "--time-column"))
     values = forecast_levels(model, payload["prepare"], series["value"].to_numpy(), args.steps)

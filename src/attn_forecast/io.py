@@ -16,6 +16,12 @@ from typing import Any
 import numpy as np
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success rename it onto ``path``."""
@@ -25,6 +31,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -56,6 +63,6 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray]:
 
 
 def write_csv(path: str | Path, frame: Any) -> None:
-    """Write a pandas DataFrame without its index, floats with full precision."""
+    """Write a pandas DataFrame without its index; floats as their shortest exact repr."""
     with atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False, float_format="%.9g", lineterminator="\n")
+        frame.to_csv(tmp, index=False, lineterminator="\n")

@@ -142,7 +142,11 @@ def save_checkpoint(path, model: nn.Module, extra: dict) -> None:
 
 def load_checkpoint(path, device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
     payload = torch.load(path, map_location=device, weights_only=True)
+    return model_from_payload(payload, device), payload
+
+
+def model_from_payload(payload: dict, device: str | torch.device = "cpu") -> nn.Module:
+    """The model a loaded checkpoint describes, with its weights, in eval mode."""
     model = build_model(ModelSettings(**payload["settings"]))
     model.load_state_dict(payload["state_dict"])
-    model.to(device).eval()
-    return model, payload
+    return model.to(device).eval()

@@ -174,15 +174,18 @@ def _check_combinations(p: Params) -> None:
         raise ParamsError(
             "params.yaml: prepare.test_frac + prepare.val_frac must be < 1, got "
             f"{p.prepare.test_frac} + {p.prepare.val_frac}")
-    if p.model.d_model % p.model.n_heads:
+    if p.model.kind == "attention" and p.model.d_model % p.model.n_heads:
         raise ParamsError(
             f"params.yaml: model.d_model ({p.model.d_model}) must be divisible by "
             f"model.n_heads ({p.model.n_heads})")
+    if p.train.patience and p.prepare.val_frac == 0:
+        raise ParamsError("params.yaml: train.patience needs a validation part: set "
+                          f"prepare.val_frac > 0 (got {p.prepare.val_frac}) or train.patience 0")
     if p.data.kind == "csv" and not p.data.csv_path:
         raise ParamsError("params.yaml: data.csv_path must name a CSV file when data.kind is csv")
     if p.model.positional == "sinusoidal" and p.model.kind == "attention" and p.model.d_model % 2:
-        raise ParamsError(
-            f"params.yaml: model.d_model must be even with sinusoidal positions, got {p.model.d_model}")
+        raise ParamsError("params.yaml: model.d_model must be even with sinusoidal positions, "
+                          f"got {p.model.d_model}")
     if p.data.kind in ("sine", "seasonal", "random_walk"):
         min_points = p.prepare.window + p.prepare.horizon + 1
         if p.data.n_points < min_points:

@@ -70,7 +70,7 @@ def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weight
 
         ax = axes[1, 0]
         if weights is not None:
-            _heatmap(ax, weights, "Attention weights (first test window)", fig)
+            _heatmap(ax, weights, "Attention weights (first test window, last layer)", fig)
         else:
             ax.text(0.5, 0.5, "no attention in this model", ha="center", va="center")
             ax.set_axis_off()
@@ -106,12 +106,13 @@ def attention_maps(path, *, mean_weights: np.ndarray, example_weights: np.ndarra
 
 
 def attention_by_lag(path, *, lags: np.ndarray, weight: np.ndarray, dpi: int = 110) -> None:
-    """Mean weight the last query gives to each lag (0 = the newest input)."""
+    """Mean attention weight each lag gets from the queries that feed the head (the last query
+    with last pooling, all of them with mean pooling); lag 0 = the newest input."""
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(7, 4))
         ax.bar(lags, weight, color=COLORS["model"], alpha=0.8)
         ax.axhline(1 / len(lags), color="black", lw=0.8, ls=":", label="uniform attention")
-        ax.set(title="What the model looks at: last query's weight by lag",
+        ax.set(title="What the model looks at: attention weight by lag",
                xlabel="lag (steps before the forecast origin; 0 = newest input)",
                ylabel="mean attention weight")
         ax.legend()

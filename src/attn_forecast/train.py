@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,17 @@ def select_device(name: str) -> torch.device:
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     return torch.device(name)
+
+
+def check_runtime(p: TrainParams, device: torch.device) -> None:
+    """Settings this machine cannot run, caught before any work starts."""
+    if device.type == "cuda" and p.nproc > torch.cuda.device_count():
+        raise UserInputError(f"train.nproc is {p.nproc} but only {torch.cuda.device_count()} "
+                             "CUDA device(s) are visible; use at most one process per GPU")
+    if p.compile and device.type == "cpu" and not (shutil.which("cc") or shutil.which("gcc")
+                                                    or shutil.which("clang")):
+        raise UserInputError("train.compile on CPU needs a C/C++ compiler (cc, gcc or clang) on "
+                             "PATH; install one or set train.compile false")
 
 
 def make_loss(kind: str) -> nn.Module:
@@ -196,6 +208,10 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
         if len(val_ends):
             val_loss = evaluate_loss(model, series, val_ends, window, horizon, loss_fn,
                                      p.precision)
+            if world > 1:  # every rank must take the same early-stopping decision
+                v = torch.tensor(val_loss, device=device)
+                torch.distributed.broadcast(v, src=0)
+                val_loss = float(v)
             if val_loss < best_val:
                 best_val, stale, res.best_epoch = val_loss, 0, epoch
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}

@@ -103,14 +103,15 @@ def make_split(n: int, window: int, horizon: int, test_frac: float, val_frac: fl
     """
     split = _split(n, window, horizon, test_frac, val_frac)
     if not _usable(split, val_frac):
-        need = next(m for m in range(window + horizon, 10 * (window + horizon) + 1000)
-                    if _usable(_split(m, window, horizon, test_frac, val_frac), val_frac))
+        need = next((m for m in range(window + horizon, 100 * (window + horizon) + 100_000)
+                     if _usable(_split(m, window, horizon, test_frac, val_frac), val_frac)),
+                    None)
         counts = ", ".join(f"{len(split.ends(p))} {p}" for p in ("train", "val", "test"))
+        need_text = f"need at least {need + offset} values" if need else "need more values"
         raise UserInputError(
             f"series too short: {n + offset} values give {counts} windows for window "
             f"{window} + horizon {horizon} with test_frac {test_frac} and val_frac {val_frac}; "
-            f"need at least {need + offset} values (or a smaller prepare.window, "
-            "prepare.horizon or fractions)")
+            f"{need_text} (or a smaller prepare.window, prepare.horizon or fractions)")
     return split
 
 
@@ -182,6 +183,15 @@ class Prepared:
     def first_target_level(self, ends: np.ndarray) -> np.ndarray:
         """Level index of each window's first target."""
         return ends + self.offset
+
+    def spans(self) -> dict[str, tuple[int, int]]:
+        """Level-index range (first, last) of each part's targets, for shading figures."""
+        s, off = self.split, self.offset
+        edges = {"train": (0, s.train_end + off - 1), "val": (s.train_end + off - 1,
+                 s.val_end + off - 1), "test": (s.val_end + off - 1, s.n + off - 1)}
+        if s.val_end == s.train_end:
+            del edges["val"]
+        return edges
 
     def meta(self) -> dict:
         return {"window": self.split.window, "horizon": self.split.horizon,
