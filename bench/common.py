@@ -10,6 +10,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+# the folder of users' CSV files, as dvc.yaml declares it
+INPUTS = ROOT / next(v["p"] for v in yaml.safe_load((ROOT / "dvc.yaml").read_text())["vars"]
+                     if "p" in v)["inputs"]
 
 
 def load_stage(name: str):
@@ -44,7 +47,7 @@ def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", 
         "horizon": "horizon.csv", "lags": "lags.csv", "attention": "att.npz"}.items()}
     common = ["--params", str(pfile)]
     args = {
-        "generate": ["--inputs", str(ROOT / "data" / "external"), "--out", d["series"]],
+        "generate": ["--inputs", str(INPUTS), "--out", d["series"]],
         "prepare": ["--series", d["series"], "--out", d["prepared"]],
         "train": ["--prepared", d["prepared"], "--model", d["model"], "--history", d["history"]],
         "evaluate": ["--prepared", d["prepared"], "--model", d["model"], "--metrics",

@@ -8,15 +8,20 @@ import re
 import shutil
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- summary:start -->", "<!-- summary:end -->"
 
 
 def main() -> None:
     docs = ROOT / "docs"
-    for png in sorted((ROOT / "reports" / "figures").glob("*.png")):
+    # the paths dvc.yaml declares (its vars)
+    paths = next(v["p"] for v in yaml.safe_load((ROOT / "dvc.yaml").read_text())["vars"]
+                 if "p" in v)
+    for png in sorted((ROOT / paths["figures"]).glob("*.png")):
         shutil.copy(png, docs / png.name)
-    summary = (ROOT / "reports" / "summary.md").read_text()
+    summary = (ROOT / paths["summary"]).read_text()
     (docs / "summary.md").write_text(summary)
     readme = ROOT / "README.md"
     text = readme.read_text()
@@ -26,7 +31,7 @@ def main() -> None:
     if n != 1:
         raise SystemExit(f"README.md needs one {START} ... {END} block")
     readme.write_text(new)
-    print(f"docs: figures and summary copied; README summary refreshed")
+    print("docs: figures and summary copied; README summary refreshed")
 
 
 if __name__ == "__main__":
