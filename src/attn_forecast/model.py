@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -129,7 +130,7 @@ def n_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def save_checkpoint(path, model: nn.Module, extra: dict) -> None:
+def save_checkpoint(path: str | Path, model: nn.Module, extra: dict) -> None:
     """state_dict + settings (+ the prepare metadata) as plain data; no pickled objects."""
     payload = {"settings": model.settings.to_dict(),
                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
@@ -140,7 +141,8 @@ def save_checkpoint(path, model: nn.Module, extra: dict) -> None:
         tmp.write_bytes(buf.getvalue())
 
 
-def load_checkpoint(path, device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"
+                    ) -> tuple[nn.Module, dict]:
     payload = torch.load(path, map_location=device, weights_only=True)
     return model_from_payload(payload, device), payload
 

@@ -50,7 +50,8 @@ def make_optimizer(model: nn.Module, p: TrainParams) -> torch.optim.Optimizer:
     return cls(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
 
 
-def make_scheduler(opt: torch.optim.Optimizer, p: TrainParams):
+def make_scheduler(opt: torch.optim.Optimizer, p: TrainParams
+                   ) -> torch.optim.lr_scheduler.LRScheduler | None:
     """torch's StepLR / CosineAnnealingLR after an optional linear warm-up; None for a flat lr.
 
     Stepped once per epoch.
@@ -71,7 +72,8 @@ def make_scheduler(opt: torch.optim.Optimizer, p: TrainParams):
     return sched
 
 
-def augment(x: torch.Tensor, y: torch.Tensor, p: TrainParams, gen: torch.Generator):
+def augment(x: torch.Tensor, y: torch.Tensor, p: TrainParams, gen: torch.Generator
+            ) -> tuple[torch.Tensor, torch.Tensor]:
     """Training windows only: scale and shift the whole window (inputs and targets alike, as
     if the series were scaled or shifted), then add noise to the inputs."""
     if p.augment_scale:
@@ -86,7 +88,7 @@ def augment(x: torch.Tensor, y: torch.Tensor, p: TrainParams, gen: torch.Generat
     return x, y
 
 
-def autocast(device: torch.device, precision: str):
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     if precision == "bf16":
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()

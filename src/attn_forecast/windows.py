@@ -23,11 +23,15 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .errors import UserInputError
 from .io import read_json, read_npz, write_json, write_npz
+
+# numpy arrays, or torch tensors (typed loosely: generate and prepare never import torch)
+ArrayOrTensor = Any
 
 
 # ---------------------------------------------------------------- transforms
@@ -150,7 +154,8 @@ def fit_scaler(train_values: np.ndarray, kind: str) -> Scaler:
 
 
 # ---------------------------------------------------------------- lean windows
-def gather_windows(series, ends, window: int, horizon: int):
+def gather_windows(series: ArrayOrTensor, ends: ArrayOrTensor, window: int, horizon: int
+                   ) -> tuple[ArrayOrTensor, ArrayOrTensor]:
     """Inputs (N, W) and targets (N, H) for window ends ``ends``, gathered from views.
 
     Works on numpy arrays and torch tensors alike; only the N requested windows are copied.
@@ -211,13 +216,13 @@ def prepare(levels: np.ndarray, signal: np.ndarray, t: np.ndarray, *, window: in
                     transform)
 
 
-def save_prepared(out_dir, prep: Prepared) -> None:
+def save_prepared(out_dir: str | Path, prep: Prepared) -> None:
     out = Path(out_dir)
     write_npz(out / "series.npz", levels=prep.levels, signal=prep.signal, t=prep.t, z=prep.z)
     write_json(out / "meta.json", prep.meta())
 
 
-def load_prepared(in_dir) -> Prepared:
+def load_prepared(in_dir: str | Path) -> Prepared:
     d = Path(in_dir)
     arr, meta = read_npz(d / "series.npz"), read_json(d / "meta.json")
     return Prepared(arr["levels"], arr["signal"], arr["t"], arr["z"], Split(**meta["split"]),
