@@ -243,3 +243,14 @@ def project_factory(tmp_path_factory):
 def project(tmp_path) -> Project:
     """A fresh copy of the project (tiny params, git repo with one commit, DVC initialised)."""
     return _make_project(tmp_path / "repo")
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Torch on one thread for a module's in-process tests: on 2 shared cores, two threads
+    oversubscribe and slow small models down many times."""
+    import torch
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)

@@ -9,12 +9,7 @@ from torch import nn
 from attn_forecast.attention import SelfAttention, attention
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _identity_layer() -> SelfAttention:

@@ -18,12 +18,7 @@ from attn_forecast.windows import gather_windows, make_split
 W = 8
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _series(n=160, noise=0.1, seed=0):
