@@ -1,11 +1,11 @@
-"""Copy the default run's figures and summary into docs/ and the summary into README.md.
+"""Copy the default run's summary into docs/summary.md and README.md.
 
-Run by `make docs` after `dvc repro`; the DVC outputs themselves stay out of git.
+Run by `make docs` after `dvc repro` (the figures are committed where the pipeline writes them,
+reports/figures/, and the README shows them from there).
 """
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import yaml
@@ -19,8 +19,6 @@ def main() -> None:
     # the paths dvc.yaml declares (its vars)
     paths = next(v["p"] for v in yaml.safe_load((ROOT / "dvc.yaml").read_text())["vars"]
                  if "p" in v)
-    for png in sorted((ROOT / paths["figures"]).glob("*.png")):
-        shutil.copy(png, docs / png.name)
     summary = (ROOT / paths["summary"]).read_text()
     (docs / "summary.md").write_text(summary)
     readme = ROOT / "README.md"
@@ -31,7 +29,7 @@ def main() -> None:
     if n != 1:
         raise SystemExit(f"README.md needs one {START} ... {END} block")
     readme.write_text(new)
-    print("docs: figures and summary copied; README summary refreshed")
+    print("docs: summary copied; README summary refreshed")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ figures need.
 """
 from __future__ import annotations
 
+import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before numpy and torch load)
 import argparse
 
 import numpy as np
@@ -13,8 +14,11 @@ import numpy as np
 from attn_forecast.errors import run_cli
 from attn_forecast.evaluation import evaluate, tables
 from attn_forecast.io import write_csv, write_json, write_npz
+from attn_forecast.metrics import CSV_DIGITS, rounded
 from attn_forecast.model import load_checkpoint
+from attn_forecast.preflight import check as preflight
 from attn_forecast.params import load_params
+from attn_forecast.runtime import choose_threads, set_threads, step_flops
 from attn_forecast.windows import load_prepared
 
 
@@ -32,7 +36,10 @@ def main(argv: list[str] | None = None) -> dict:
     params = load_params(args.params)
     p = params.evaluate
     prep = load_prepared(args.prepared)
+    preflight(params, prep)
     model, _ = load_checkpoint(args.model)  # CPU: small, and byte-stable metrics
+    n_test = len(prep.split.ends("test"))  # forward only: a third of a training step's work
+    set_threads(choose_threads(params.train.threads, step_flops(model.settings, n_test) / 3))
     ev = evaluate(prep, model, ridge_alpha=p.ridge_alpha, season=p.season,
                   noise_std=params.data.noise_std)
 
@@ -43,8 +50,8 @@ def main(argv: list[str] | None = None) -> dict:
               mean=ev.mean_weights if ev.mean_weights is not None else empty,
               example=ev.example_weights if ev.example_weights is not None else empty)
     for name in ("predictions", "horizon", "lags"):
-        write_csv(getattr(args, name), out[name])
-    write_json(args.metrics, ev.metrics)
+        write_csv(getattr(args, name), out[name], digits=CSV_DIGITS)
+    write_json(args.metrics, rounded(ev.metrics))
     m = ev.metrics
     print(f"evaluate: {m['n_test']} test windows, RMSE model {m['model']['rmse']:.4f} | "
           f"naive {m['naive']['rmse']:.4f} | ridge {m['ridge']['rmse']:.4f} -> {args.metrics}")

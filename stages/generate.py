@@ -4,6 +4,7 @@ out: ``t, value, signal`` CSV (signal empty for data without a noise-free value)
 """
 from __future__ import annotations
 
+import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before numpy and torch load)
 import argparse
 
 from attn_forecast.data import check_inside, load_series

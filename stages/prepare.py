@@ -5,11 +5,13 @@ out: ``series.npz`` (levels, signal, time, scaled model series; no pickle) and `
 """
 from __future__ import annotations
 
+import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before numpy and torch load)
 import argparse
 
 import numpy as np
 import pandas as pd
 
+from attn_forecast.data import source_settings
 from attn_forecast.errors import run_cli
 from attn_forecast.params import load_params
 from attn_forecast.windows import prepare, save_prepared
@@ -21,12 +23,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--series", required=True, help="raw series CSV from generate")
     ap.add_argument("--out", required=True, help="folder for series.npz and meta.json")
     args = ap.parse_args(argv)
-    p = load_params(args.params).prepare
+    params = load_params(args.params)
+    p = params.prepare
     raw = pd.read_csv(args.series)
     t = raw["t"].to_numpy(np.float64 if raw["t"].dtype.kind in "iuf" else str)
     prep = prepare(raw["value"].to_numpy(np.float64), raw["signal"].to_numpy(np.float64), t,
                    window=p.window, horizon=p.horizon, test_frac=p.test_frac,
-                   val_frac=p.val_frac, scaler=p.scaler, transform=p.transform)
+                   val_frac=p.val_frac, scaler=p.scaler, transform=p.transform,
+                   source=source_settings(params.data))
     save_prepared(args.out, prep)
     n = prep.meta()["n_windows"]
     print(f"prepare: {n['train']} train / {n['val']} val / {n['test']} test windows of "

@@ -5,6 +5,7 @@ forecasting several steps) and ``summary.md``. No torch here: arrays and CSVs on
 """
 from __future__ import annotations
 
+import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before numpy and torch load)
 import argparse
 from pathlib import Path
 
@@ -13,17 +14,18 @@ import pandas as pd
 
 from attn_forecast import plots
 from attn_forecast.errors import run_cli
-from attn_forecast.io import read_json, read_npz, write_text
-from attn_forecast.params import load_params
+from attn_forecast.io import read_json, read_npz, replace_files, write_text
+from attn_forecast.params import Params, load_params
 from attn_forecast.report import summary_markdown
-from attn_forecast.windows import load_prepared
+from attn_forecast.windows import Prepared, load_prepared
 
 
 def _time(values: np.ndarray) -> np.ndarray:
     """Numbers stay numbers; date strings become datetimes for the axes."""
     if values.dtype.kind in "iuf":
         return values
-    return pd.to_datetime(pd.Series(values.astype(str)), format="mixed").to_numpy()
+    # generate writes dates as ISO 8601 (one format for the whole column)
+    return pd.to_datetime(pd.Series(values.astype(str)), format="ISO8601").to_numpy()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,19 +36,26 @@ def main(argv: list[str] | None = None) -> None:
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
     params = load_params(args.params)
-    dpi = params.render.dpi
     prep = load_prepared(args.prepared)
     hist = pd.read_csv(args.history)
     pred = pd.read_csv(args.predictions)
-    t_test = _time(pred["t"].to_numpy())
     metrics = read_json(args.metrics)
     att = read_npz(args.attention)
-    has_att = att["mean"].size > 0
-    fig_dir = Path(args.figures)
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    for old in fig_dir.glob("*.png"):  # a folder out: drop figures this run does not make
-        old.unlink()
+    # drawn into a temporary folder that replaces the figures at the end: a failed or
+    # interrupted run leaves the previous figures as they were
+    with replace_files(args.figures, "*.png") as fig_dir:
+        _figures(fig_dir, params, prep, hist, pred, metrics, att, args)
+    write_text(args.summary, summary_markdown(metrics, params))
+    print(f"render: {len(list(Path(args.figures).glob('*.png')))} figures -> {args.figures}, "
+          f"summary -> {args.summary}")
 
+
+def _figures(fig_dir: Path, params: Params, prep: Prepared, hist: pd.DataFrame,
+             pred: pd.DataFrame, metrics: dict, att: dict, args: argparse.Namespace) -> None:
+    """Every figure, into ``fig_dir``."""
+    dpi = params.render.dpi
+    t_test = _time(pred["t"].to_numpy())
+    has_att = att["mean"].size > 0
     baselines = {k: v["rmse"] for k, v in metrics.items() if isinstance(v, dict) and k != "model"}
     plots.overview(fig_dir / "overview.png", epochs=hist["epoch"].to_numpy(),
                    train_loss=hist["train_loss"].to_numpy(),
@@ -60,6 +69,11 @@ def main(argv: list[str] | None = None) -> None:
         lags = pd.read_csv(args.lags)
         plots.attention_by_lag(fig_dir / "attention_by_lag.png", lags=lags["lag"].to_numpy(),
                                weight=lags["weight"].to_numpy(), dpi=dpi)
+    else:
+        reason = f"model.kind is {params.model.kind}: it has no attention weights to show"
+        for name, title in (("attention", "Attention weights"),
+                            ("attention_by_lag", "Attention weight by lag")):
+            plots.no_attention(fig_dir / f"{name}.png", title=title, reason=reason, dpi=dpi)
     t_all = _time(prep.t)
     spans = {part: (t_all[lo], t_all[hi]) for part, (lo, hi) in prep.spans().items()}
     plots.forecast(fig_dir / "forecast.png", t_all=t_all, values=prep.levels, spans=spans,
@@ -70,9 +84,6 @@ def main(argv: list[str] | None = None) -> None:
         plots.horizon_errors(fig_dir / "horizon.png", steps=horizon["step"].to_numpy(),
                              errors={c: horizon[c].to_numpy() for c in horizon.columns
                                      if c != "step"}, dpi=dpi)
-    write_text(args.summary, summary_markdown(metrics, params))
-    print(f"render: {len(list(fig_dir.glob('*.png')))} figures -> {fig_dir}, "
-          f"summary -> {args.summary}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ started by hand: ``torchrun --nproc_per_node=N stages/train.py ...``.
 """
 from __future__ import annotations
 
+import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before numpy and torch load)
 import argparse
 import os
 import subprocess
@@ -18,10 +19,14 @@ import numpy as np
 import pandas as pd
 import torch
 
+from attn_forecast.cpu import unpin_torch
 from attn_forecast.errors import run_cli
 from attn_forecast.io import write_csv
+from attn_forecast.metrics import CSV_DIGITS
 from attn_forecast.model import ModelSettings, build_model, n_parameters, save_checkpoint
+from attn_forecast.preflight import check as preflight
 from attn_forecast.params import load_params
+from attn_forecast.runtime import choose_threads, cores, full_batch_warning, set_threads, step_flops
 from attn_forecast.train import FitResult, check_runtime, fit, select_device
 from attn_forecast.windows import load_prepared
 
@@ -50,7 +55,10 @@ def main(argv: list[str] | None = None) -> FitResult | None:
     args = ap.parse_args(argv)
     params = load_params(args.params)
     p = params.train
+    if p.compile:  # before torch's first operation
+        unpin_torch()
     prep = load_prepared(args.prepared)
+    preflight(params, prep)
     device = select_device(p.device)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     check_runtime(p, device)
@@ -67,6 +75,13 @@ def main(argv: list[str] | None = None) -> FitResult | None:
     np.random.seed(p.seed)
     settings = ModelSettings(window=prep.split.window, horizon=prep.split.horizon,
                              **params.model.model_dump())
+    n_train = len(prep.split.ends("train"))
+    batch = n_train if p.batch_size == 0 else min(p.batch_size, n_train)
+    threads = choose_threads(p.threads, step_flops(settings, batch), max(1, cores() // world))
+    set_threads(threads)
+    warning = full_batch_warning(settings, n_train, p.batch_size)
+    if warning and rank == 0:
+        print(warning, file=sys.stderr)
     model = build_model(settings).to(device)
     z = torch.from_numpy(prep.z).to(device)
     to_dev = lambda part: torch.from_numpy(prep.split.ends(part)).to(device)  # noqa: E731
@@ -86,9 +101,9 @@ def main(argv: list[str] | None = None) -> FitResult | None:
         return res
     save_checkpoint(args.model, model, {"prepare": prep.meta(), "best_epoch": res.best_epoch})
     hist = pd.DataFrame(res.history, columns=["epoch", "train_loss", "val_loss", "lr"])
-    write_csv(args.history, hist)
+    write_csv(args.history, hist, digits=CSV_DIGITS)
     last = res.history[-1]
-    procs = f" x {world} processes" if world > 1 else ""
+    procs = f" x {world} processes" if world > 1 else f", {threads} thread(s)"
     print(f"train: {settings.kind} model, {n_parameters(model)} parameters, "
           f"{len(res.history)} epochs on {device}{procs} in {res.seconds:.2f} s "
           f"({res.windows_per_s:,.0f} windows/s), final loss {last['train_loss']:.5f}, "

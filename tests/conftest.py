@@ -13,8 +13,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,10 +136,11 @@ class Project:
         self.run("git add -A && git commit -q -m " + json.dumps(message), check=True)
 
 
-def dvc_spec() -> dict:
-    """The project's dvc.yaml with its ``vars`` (``${p.series}``) substituted everywhere."""
+def dvc_spec(params: dict | None = None) -> dict:
+    """The project's dvc.yaml with its ``vars`` (``${p.series}``) and the params it templates
+    (``${data.csv_path}``, from ``params`` or the project's params.yaml) substituted."""
     spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())
-    names: dict[str, Any] = {}
+    names: dict[str, Any] = dict(params or yaml.safe_load((ROOT / "params.yaml").read_text()))
     for entry in spec.get("vars") or []:
         if isinstance(entry, dict):
             names.update(entry)
@@ -219,6 +222,10 @@ def _make_project(dest: Path, overrides: dict[str, Any] | None = None,
     src_config = ROOT / ".dvc" / "config"
     config = src_config.read_text() if src_config.exists() else ""
     (dest / ".dvc" / "config").write_text(config)
+    if (ROOT / ".dvc" / "plots").is_dir():  # the custom plot templates and page
+        shutil.copytree(ROOT / ".dvc" / "plots", dest / ".dvc" / "plots", dirs_exist_ok=True)
+    for page in (ROOT / ".dvc").glob("*.html"):
+        shutil.copy2(page, dest / ".dvc" / page.name)
     if git and not ("analytics = false" in config and "check_update = false" in config):
         proj.run(["dvc", "config", "core.analytics", "false"], check=True)
         proj.run(["dvc", "config", "core.check_update", "false"], check=True)
@@ -254,3 +261,51 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(old)
+
+
+# ---------------------------------------------------------------- no process outlives the tests
+def processes_under(root: Path) -> list[int]:
+    """Processes (not this one) whose working directory lies inside ``root``: what the tests
+    started in their project copies, detached DVC queue workers included."""
+    root_s, me, out = str(root), os.getpid(), []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:  # gone, or not ours to read
+            continue
+        if cwd == root_s or cwd.startswith(root_s + os.sep):
+            out.append(int(entry.name))
+    return out
+
+
+def kill_processes_under(root: Path, grace: float = 5.0) -> list[int]:
+    """SIGTERM, then SIGKILL after ``grace`` seconds, every process working inside ``root``."""
+    pids = processes_under(root)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and processes_under(root):
+            time.sleep(0.1)
+        pids = processes_under(root)
+        if not pids:
+            break
+    return pids
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Also after Ctrl-C (pytest runs this hook on an interrupted session): stop any DVC queue
+    worker or experiment still running in a project copy of this session."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    try:
+        base = factory.getbasetemp()
+    except OSError:
+        return
+    kill_processes_under(base)

@@ -88,7 +88,7 @@ def _forecast(proj, *args: str, timeout: float = 120) -> subprocess.CompletedPro
 
 # ---------------------------------------------------------------- the pipeline on the CSV
 def test_repro_on_user_csv_succeeds(csv_built):
-    proj = _ok(csv_built)
+    _ok(csv_built)
     out = csv_built.repro.stdout + csv_built.repro.stderr
     for stage in ("generate", "prepare", "train", "evaluate", "render"):
         assert f"Running stage '{stage}'" in out, out
@@ -154,13 +154,17 @@ def test_forecast_figure_is_rendered(csv_built):
 # ---------------------------------------------------------------- the forecast command
 def test_forecast_cli_on_the_csv(csv_built):
     proj = _ok(csv_built)
-    res = _forecast(proj, "--model", "models/model.pt", "--csv", CSV_REL, "--column", "close",
-                    "--time-column", "date", "--missing", "interpolate", "--steps", "25",
+    # column, time column and gap handling come from the checkpoint: the CSV the model was
+    # trained on, empty cells and all, needs no flags
+    res = _forecast(proj, "--model", "models/model.pt", "--csv", CSV_REL, "--steps", "25",
                     "--out", "fc.csv")
     assert res.returncode == 0, res.stderr
     fc = pd.read_csv(proj.path / "fc.csv")
-    assert list(fc.columns) == ["step", "forecast"]
+    assert list(fc.columns) == ["step", "time", "forecast"]
     assert fc["step"].tolist() == list(range(1, 26))
+    # the next 25 business days after the last date (weekends skipped)
+    last = pd.Timestamp(csv_built.frame["date"].iloc[-1])
+    assert fc["time"].tolist() == list(pd.bdate_range(last, periods=26)[1:].strftime("%Y-%m-%d"))
     values = fc["forecast"].to_numpy()
     assert np.isfinite(values).all() and (values > 0).all()  # log returns rebuild prices
     # 25 days of a ~1 %/day walk stay within a factor of 3 of the last close

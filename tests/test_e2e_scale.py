@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import shutil
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np

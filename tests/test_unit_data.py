@@ -165,7 +165,7 @@ def test_csv_empty_cells_error(tmp_path):
 def test_csv_empty_cells_drop(tmp_path):
     df = read_csv_series(_csv(tmp_path, EMPTY), "value", "d", missing="drop")
     assert df["value"].tolist() == [1.0, 7.0]
-    assert df["t"].tolist() == ["1", "4"]
+    assert df["t"].tolist() == [1, 4]  # a numeric time column stays numeric
 
 
 def test_csv_empty_cells_interpolate(tmp_path):
@@ -222,3 +222,69 @@ def test_check_inside(tmp_path, monkeypatch):
         with pytest.raises(DataError, match="data.csv_path") as info:
             check_inside(bad, "data/external")
         assert "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------- dates and dialects
+DAY_FIRST = "date,close\n" + "".join(f"{d:02d}/01/2022,{100 + d}\n" for d in range(3, 14))
+
+
+def test_day_first_dates_read_with_one_format(tmp_path):
+    # 03/01 .. 12/01 alone would read month first; 13/01 settles it for the whole column
+    df = read_csv_series(_csv(tmp_path, DAY_FIRST), "close", "date")
+    assert df["t"].tolist() == [f"2022-01-{d:02d}" for d in range(3, 14)]
+    assert df["value"].tolist() == [100.0 + d for d in range(3, 14)]
+
+
+def test_ambiguous_day_month_order_is_an_error_naming_the_key(tmp_path):
+    text = "date,close\n" + "".join(f"{d:02d}/01/2022,{d}\n" for d in range(3, 12))
+    with pytest.raises(DataError) as info:
+        read_csv_series(_csv(tmp_path, text), "close", "date")
+    msg = str(info.value)
+    assert "ambiguous" in msg and "data.csv_time_format" in msg and "'date'" in msg
+    assert "line 2" in msg and "\n" not in msg
+    df = read_csv_series(_csv(tmp_path, text), "close", "date", time_format="%d/%m/%Y")
+    assert df["t"].iloc[0] == "2022-01-03" and df["t"].iloc[-1] == "2022-01-11"
+    df = read_csv_series(_csv(tmp_path, text), "close", "date", time_format="%m/%d/%Y")
+    assert df["t"].iloc[0] == "2022-03-01"
+
+
+def test_mixed_formats_are_refused_never_parsed_row_by_row(tmp_path):
+    text = "date,close\n2022-01-03,1\n2022-01-04,2\n05/01/2022,3\n"
+    with pytest.raises(DataError) as info:
+        read_csv_series(_csv(tmp_path, text), "close", "date")
+    msg = str(info.value)
+    assert "'05/01/2022'" in msg and "line 4" in msg and "data.csv_time_format" in msg
+
+
+def test_explicit_time_format_must_match_every_row(tmp_path):
+    with pytest.raises(DataError, match=r"line 2 does not match data.csv_time_format"):
+        read_csv_series(_csv(tmp_path, DAY_FIRST), "close", "date", time_format="%Y-%m-%d")
+
+
+def test_iso_dates_with_times_are_not_read_day_first(tmp_path):
+    text = "when,v\n2024-02-01 10:00,1\n2024-01-02 09:30,2\n"
+    df = read_csv_series(_csv(tmp_path, text), "v", "when")
+    assert df["t"].tolist() == ["2024-01-02T09:30:00", "2024-02-01T10:00:00"]
+    assert df["value"].tolist() == [2.0, 1.0]
+
+
+def test_semicolon_decimal_comma_and_thousands(tmp_path):
+    text = "date;close\n2022-01-04;2.003,60\n2022-01-03;1.234,5\n"
+    f = _csv(tmp_path, text)
+    df = read_csv_series(f, "close", "date", sep=";", decimal=",", thousands=".")
+    assert df["value"].tolist() == [1234.5, 2003.6]
+    # without the separator: the missing column's message says which separator to set
+    with pytest.raises(DataError, match=r"data.csv_sep to ';'"):
+        read_csv_series(f, "close", "date")
+    # without the decimal settings: the bad value's message points at them
+    with pytest.raises(DataError, match=r"data.csv_decimal or data.csv_thousands"):
+        read_csv_series(f, "close", "date", sep=";")
+    us = _csv(tmp_path, 'close\n"2,003.60"\n"1,234.50"\n', "us.csv")
+    assert read_csv_series(us, "close", thousands=",")["value"].tolist() == [2003.6, 1234.5]
+
+
+def test_tab_separated_header_hint(tmp_path):
+    f = _csv(tmp_path, "date\tclose\n2022-01-03\t1\n")
+    with pytest.raises(DataError, match=r"tab"):
+        read_csv_series(f, "close", "date")
+    assert read_csv_series(f, "close", "date", sep="\t")["value"].tolist() == [1.0]

@@ -101,3 +101,24 @@ def test_too_short_series_raises(trained):
     with pytest.raises(UserInputError, match=f"at least {W}"):
         forecast_levels(model, meta, levels[:W - 1], 3)
     assert forecast_levels(model, meta, levels[:W], 1).shape == (1,)
+
+
+# ---------------------------------------------------------------- time stamps of the forecast
+def test_next_times_continue_numbers_by_the_usual_step():
+    from attn_forecast.forecast import next_times
+    assert next_times(np.array([0.0, 1.0, 2.0, 3.0]), 3).tolist() == [4.0, 5.0, 6.0]
+    assert next_times(np.array([10, 20, 30, 50, 60]), 2).tolist() == [70, 80]
+
+
+@pytest.mark.parametrize("stamps, expected", [
+    (["2024-01-29", "2024-01-30", "2024-01-31"], ["2024-02-01", "2024-02-02"]),
+    (["2024-01-31", "2024-02-29", "2024-03-31", "2024-04-30"], ["2024-05-31", "2024-06-30"]),
+    # business days with a holiday (Jan 1) left out continue as business days
+    (["2023-12-28", "2023-12-29", "2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05"],
+     ["2024-01-08", "2024-01-09"]),
+    (["2024-03-01T22:00:00", "2024-03-01T23:00:00", "2024-03-02T00:00:00"],
+     ["2024-03-02T01:00:00", "2024-03-02T02:00:00"]),
+])
+def test_next_times_continue_dates_at_their_frequency(stamps, expected):
+    from attn_forecast.forecast import next_times
+    assert next_times(np.array(stamps, dtype=object), 2).tolist() == expected

@@ -80,6 +80,16 @@ def test_directional_accuracy_edge_cases():
     assert M.directional_accuracy(y2, p2, np.array([1.0])) == 1.0
 
 
+def test_directional_accuracy_is_null_for_a_forecaster_that_never_moves():
+    last = np.array([1.0, 2.0, 3.0])
+    y = np.array([[1.5], [1.0], [3.0]])
+    assert M.directional_accuracy(y, M.naive_forecast(last, 1), last) is None
+    # one predicted move is enough to have a direction
+    # moves 0, -0.5, 0 against +0.5, -1, 0: wrong, right, right
+    assert M.directional_accuracy(y, np.array([[1.0], [1.5], [3.0]]), last) == \
+        pytest.approx(2 / 3)
+
+
 def test_naive_forecast_zero_error_on_piecewise_constant_series():
     levels = np.repeat(np.array([3.0, -1.0, 7.5, 2.0]), 10)  # constant blocks of 10
     H = 3

@@ -79,7 +79,7 @@ def test_params_error_is_user_input_error():
     ({"train": {"lr": "fast"}}, ["train.lr", "number", "'fast'"]),
     ({"model": {"residual": 1}}, ["model.residual", "true or false", "1"]),
     ({"train": None}, ["train", "mapping"]),
-    ({"data": {"kind": "csv"}}, ["data.csv_path"]),
+    ({"data": {"kind": "csv", "csv_path": ""}}, ["data.csv_path"]),
     ({"model": {"d_model": 31}}, ["model.d_model", "even", "31"]),
     ({"data": {"n_points": 11}}, ["data.n_points", "12", "got 11"]),
 ])

@@ -132,3 +132,66 @@ def test_summary_markdown_lstm_and_csv_settings():
     md = summary_markdown({"model": _row(), "n_test": 3}, p)
     assert "lstm" in md and "x.csv:close" in md
     assert "heads" not in md
+
+
+# ---------------------------------------------------------------- readable axes and colours
+def test_every_forecaster_has_its_own_colour():
+    names = ["model", "naive", "seasonal_naive", "mean", "ridge", "ets", "theta", "arima"]
+    colours = [plots.color(n) for n in names]
+    assert len(set(colours)) == len(names)
+    assert plots.color("something_new", 0) != plots.color("something_new", 1)
+
+
+def test_dates_get_a_concise_formatter_and_few_ticks():
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+    t = np.arange("2021-01-04", "2022-08-01", dtype="datetime64[D]")
+    fig, ax = plt.subplots(figsize=(11, 4))
+    ax.plot(t, np.arange(len(t)))
+    plots._time_axis(ax, t)
+    assert isinstance(ax.xaxis.get_major_formatter(), mdates.ConciseDateFormatter)
+    fig.canvas.draw()
+    assert len(ax.get_xticks()) <= 12
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    plots._time_axis(ax, np.arange(10))  # numbers: untouched
+    assert not isinstance(ax.xaxis.get_major_formatter(), mdates.ConciseDateFormatter)
+    plt.close(fig)
+
+
+def test_a_far_off_baseline_leaves_the_scale_and_is_named():
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    curves = {"model": np.array([0.10, 0.12]), "naive": np.array([0.15, 0.2]),
+              "ridge": np.array([0.11, 0.13]), "mean": np.array([0.9, 0.95])}
+    for name, v in curves.items():
+        ax.plot([1, 2], v)
+    assert plots._clip_outliers(ax, curves) == ["mean"]
+    assert ax.get_ylim()[1] < 0.5
+    assert any("mean" in t.get_text() for t in ax.texts)
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    assert plots._clip_outliers(ax, {k: v for k, v in curves.items() if k != "mean"}) == []
+    plt.close(fig)
+
+
+def test_horizon_ticks_are_whole_steps(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    seen = {}
+    real_save = plots._save
+
+    def keep(fig, path, dpi):
+        seen["ticks"] = fig.axes[0].get_xticks()
+        real_save(fig, path, dpi)
+    monkeypatch.setattr(plots, "_save", keep)
+    plots.horizon_errors(tmp_path / "h.png", steps=np.arange(1, 4),
+                         errors={"model": np.array([.1, .2, .3]), "naive": np.array([.2, .3, .4]),
+                                 "ridge": np.array([.1, .3, .5])}, dpi=50)
+    assert all(float(t).is_integer() for t in seen["ticks"])
+    plt.close("all")
+
+
+def test_no_attention_figure(tmp_path):
+    f = tmp_path / "none.png"
+    plots.no_attention(f, title="Attention weights", reason="model.kind is lstm", dpi=60)
+    _png(f, min_bytes=1000)

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from attn_forecast.errors import UserInputError
+from attn_forecast.errors import Interrupted, UserInputError
 from attn_forecast.model import ModelSettings, build_model
 from attn_forecast.params import TrainParams
 from attn_forecast.train import (
-    augment, evaluate_loss, fit, make_loss, make_scheduler, predict, select_device,
+    Progress, augment, evaluate_loss, fit, make_loss, make_scheduler, predict, select_device,
 )
 from attn_forecast.windows import gather_windows, make_split
 
@@ -257,3 +257,55 @@ def test_select_device():
         assert select_device("auto") == torch.device("cpu")
         with pytest.raises(UserInputError, match="cuda"):
             select_device("cuda")
+
+
+# ---------------------------------------------------------------- progress and Ctrl-C
+class _FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_quiet_for_short_runs_then_one_line_every_few_seconds():
+    import io
+    clock, out = _FakeClock(), io.StringIO()
+    bar = Progress(100, tty=False, after=3.0, every=5.0, stream=out, clock=clock)
+    for epoch in range(1, 101):
+        clock.now = epoch * 0.5  # half a second an epoch: 50 s in all
+        bar.update(epoch, 1.0 / epoch, None)
+    bar.close()
+    lines = out.getvalue().splitlines()
+    # quiet for the first 3 s, then a line every 5 s, and the last epoch always
+    assert lines[0].startswith("train: epoch 6/100")
+    epochs = [int(ln.split()[2].split("/")[0]) for ln in lines]
+    assert epochs == [6, 16, 26, 36, 46, 56, 66, 76, 86, 96, 100]
+    assert "0:03 elapsed, 0:47 left" in lines[0]  # ETA from the pace so far
+    assert all("\r" not in ln for ln in lines)
+
+
+def test_progress_on_a_terminal_overwrites_one_line():
+    import io
+    clock, out = _FakeClock(), io.StringIO()
+    bar = Progress(10, tty=True, after=0.0, stream=out, clock=clock)
+    for epoch in range(1, 11):
+        clock.now = float(epoch)
+        bar.update(epoch, 0.5, 0.25)
+    bar.close()
+    text = out.getvalue()
+    assert text.count("\r") == 10 and text.endswith("\n") and "val 0.25000" in text
+
+
+def test_ctrl_c_names_the_epoch():
+    z = _series()
+    tr, _, _ = _ends(len(z))
+    m = _tiny()
+
+    class Stop(Progress):
+        def update(self, epoch, loss, val):
+            if epoch == 4:
+                raise KeyboardInterrupt
+
+    with pytest.raises(Interrupted, match=r"^interrupted at epoch 4 of 50$"):
+        fit(m, z, tr, NO_VAL, W, 1, TrainParams(epochs=50), progress=Stop(50, enabled=False))

@@ -6,6 +6,8 @@ data without one). Synthetic series are seeded, so the same params give the same
 """
 from __future__ import annotations
 
+import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -58,77 +60,168 @@ def _frame(value: np.ndarray, signal: np.ndarray | None, t=None) -> pd.DataFrame
     })
 
 
-def _time_key(col: pd.Series, name: str) -> pd.Series:
-    """Numbers stay numbers; anything else must parse as dates."""
-    as_num = pd.to_numeric(col, errors="coerce")
-    if as_num.notna().all():
-        return as_num
-    as_date = pd.to_datetime(col, errors="coerce", format="mixed")
-    bad = as_date.isna()
+# the params keys, or the forecast command's flags, that error messages name
+PARAM_KEYS = {"path": "data.csv_path", "column": "data.csv_column",
+              "time_column": "data.csv_time_column", "time_format": "data.csv_time_format",
+              "sep": "data.csv_sep", "decimal": "data.csv_decimal",
+              "thousands": "data.csv_thousands", "missing": "data.missing"}
+
+
+def _line(mask: pd.Series) -> int:
+    """Index of the first True entry (the file's line is this + 2: header, one-based)."""
+    return int(np.flatnonzero(mask.to_numpy())[0])
+
+
+def _guess_formats(sample: str) -> list[str]:
+    """strftime formats pandas infers for one value, month-first and day-first."""
+    from pandas.tseries.api import guess_datetime_format
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = [guess_datetime_format(sample, dayfirst=d) for d in (False, True)]
+    out = [f for f in dict.fromkeys(found) if f]
+    # year-first dates are never day-before-month (2024-01-03 is not 1 March)
+    return [f for f in out if not f.startswith("%Y-%d") and not f.startswith("%Y/%d")]
+
+
+def parse_times(text: pd.Series, fmt: str, where: str, column: str,
+                key: str = "data.csv_time_format") -> pd.Series:
+    """The time column as numbers or as dates read with ONE format for every row.
+
+    ``fmt`` is ``auto`` (numbers stay numbers; dates use the format inferred from the first
+    value, which must read every row, and must not be ambiguous between day-first and
+    month-first) or a strftime format. Never a per-row (mixed-format) parse.
+    """
+    if fmt == "auto":
+        as_num = pd.to_numeric(text, errors="coerce")
+        if as_num.notna().all():
+            return as_num
+        formats = _guess_formats(text.iloc[0])
+        if not formats:
+            bad = as_num.isna()
+            i = _line(bad)
+            raise DataError(f"{where}: time column {column!r} value {text.iloc[i]!r} on line "
+                            f"{i + 2} is neither a number nor a date in a format that can be "
+                            f"inferred; set {key} (e.g. '%d/%m/%Y %H:%M')")
+    else:
+        formats = [fmt]
+    parsed = {f: pd.to_datetime(text, format=f, errors="coerce") for f in formats}
+    full = {f: v for f, v in parsed.items() if v.notna().all()}
+    if not full:
+        f, v = max(parsed.items(), key=lambda kv: int(kv[1].notna().sum()))
+        i = _line(v.isna())
+        how = f"does not match {key} {fmt!r}" if fmt != "auto" else \
+            f"does not match the format {f!r} inferred from line 2 ({text.iloc[0]!r})"
+        raise DataError(f"{where}: time column {column!r} value {text.iloc[i]!r} on line "
+                        f"{i + 2} {how}; every row must use one format: fix the file or set "
+                        f"{key} to a strftime format")
+    if len(full) > 1:
+        (f1, v1), (f2, v2) = list(full.items())[:2]
+        if not v1.equals(v2):
+            i = _line(v1 != v2)
+            raise DataError(f"{where}: time column {column!r} is ambiguous: {text.iloc[i]!r} "
+                            f"(line {i + 2}) reads as {v1.iloc[i]:%Y-%m-%d} with {f1!r} and "
+                            f"as {v2.iloc[i]:%Y-%m-%d} with {f2!r}; set {key} to the one the "
+                            "file uses")
+    return next(iter(full.values()))
+
+
+def iso_times(times: pd.Series) -> np.ndarray:
+    """Parsed dates as ISO 8601 strings (date only when every time is midnight), so later
+    stages read them back unambiguously."""
+    if times.dt.tz is not None:
+        times = times.dt.tz_convert("UTC").dt.tz_localize(None)
+    fmt = "%Y-%m-%d" if (times == times.dt.normalize()).all() else "%Y-%m-%dT%H:%M:%S"
+    return times.dt.strftime(fmt).to_numpy(dtype=object)
+
+
+def _to_numbers(text: pd.Series, column: str, decimal: str, thousands: str, where: str,
+                keys: dict) -> pd.Series:
+    """Numbers from text cells in the file's dialect; empty cells become NaN."""
+    clean = text
+    if thousands:
+        clean = clean.str.replace(thousands, "", regex=False)
+    if decimal != ".":
+        clean = clean.str.replace(decimal, ".", regex=False)
+    empty = text == ""
+    values = pd.to_numeric(clean.where(~empty), errors="coerce")
+    bad = values.isna() & ~empty
     if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0]) + 2  # +1 header, +1 one-based
-        raise DataError(f"{name}: time column value {col.iloc[row - 2]!r} on line {row} is "
-                        "neither a number nor a date")
-    return as_date
+        i = _line(bad)
+        hint = ""
+        if re.fullmatch(r"[+-]?[\d.,\s']+", text.iloc[i]):
+            hint = (f" (a decimal comma or thousands separator? set {keys['decimal']} or "
+                    f"{keys['thousands']})")
+        raise DataError(f"{where}: column {column!r} has a non-numeric value "
+                        f"{text.iloc[i]!r} on line {i + 2}{hint}")
+    if np.isinf(values).any():
+        i = _line(pd.Series(np.isinf(values.to_numpy())))
+        raise DataError(f"{where}: column {column!r} has an infinite value on line {i + 2}")
+    return values
 
 
-PARAM_KEYS = ("data.csv_path", "data.csv_column", "data.csv_time_column")
+def _separator_hint(columns: list[str], keys: dict) -> str:
+    header = ",".join(columns)
+    for sep, name in ((";", "';'"), ("\t", "a tab ('\\t')"), ("|", "'|'")):
+        if sep in header:
+            return f"; the header looks {name}-separated: set {keys['sep']} to {name}"
+    return ""
 
 
-def read_csv_series(path: str | Path, column: str, time_column: str = "",
-                    missing: str = "error", keys: tuple[str, str, str] = PARAM_KEYS
+def read_csv_series(path: str | Path, column: str = "value", time_column: str = "",
+                    missing: str = "error", *, time_format: str = "auto", sep: str = ",",
+                    decimal: str = ".", thousands: str = "", keys: dict | None = None
                     ) -> pd.DataFrame:
     """A user's series from a CSV file, checked and sorted by its time column.
 
-    ``keys`` name the file, column and time column in error messages (params keys for the
-    generate stage, command-line flags for the forecast command).
+    ``sep``, ``decimal`` and ``thousands`` are pandas' dialect options (``thousands`` ''
+    for none); ``time_format`` is ``auto`` or a strftime format (see :func:`parse_times`).
+    ``keys`` name the settings in error messages (params keys for the generate stage,
+    command-line flags for the forecast command).
     """
+    keys = {**PARAM_KEYS, **(keys or {})}
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"{keys[0]}: file not found: {path}")
+        raise DataError(f"{keys['path']}: file not found: {path}")
     try:
         # blank lines are empty cells of a one-column file, not lines to skip
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False)
+        raw = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False,
+                          skip_blank_lines=False, engine="c")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else "empty file"
         raise DataError(f"{path}: not a readable CSV file ({first})") from None
-    for key, name in ((keys[1], column), (keys[2], time_column)):
+    raw.columns = [str(c).strip() for c in raw.columns]
+    for key, name in ((keys["column"], column), (keys["time_column"], time_column)):
         if name and name not in raw.columns:
             have = ", ".join(map(str, raw.columns)) or "none"
-            raise DataError(f"{key}: column {name!r} not in {path} (columns: {have})")
+            raise DataError(f"{key}: column {name!r} not in {path} (columns: {have})"
+                            + _separator_hint(list(raw.columns), keys))
 
     text = raw[column].str.strip()
+    values = _to_numbers(text, column, decimal, thousands, str(path), keys)
     empty = text == ""
-    values = pd.to_numeric(text.where(~empty), errors="coerce")
-    bad = values.isna() & ~empty
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise DataError(f"{path}: column {column!r} has a non-numeric value {text.iloc[i]!r} "
-                        f"on line {i + 2}")
-    if np.isinf(values).any():
-        i = int(np.flatnonzero(np.isinf(values.to_numpy()))[0])
-        raise DataError(f"{path}: column {column!r} has an infinite value on line {i + 2}")
 
     t = raw[time_column].str.strip() if time_column else pd.Series(np.arange(len(raw)))
     if time_column:
-        key = _time_key(t, str(path))
+        key = parse_times(t, time_format, str(path), time_column, keys["time_format"])
         dup = key.duplicated(keep=False)
         if dup.any():
-            i = int(np.flatnonzero(dup.to_numpy())[0])
+            i = _line(dup)
             raise DataError(f"{path}: time column {time_column!r} has duplicate value "
                             f"{t.iloc[i]!r} (line {i + 2}); each time must appear once")
         order = np.argsort(key.to_numpy(), kind="stable")
-        values, t, empty = values.iloc[order], t.iloc[order], empty.iloc[order]
+        key = key.iloc[order].reset_index(drop=True)
+        values, empty = values.iloc[order], empty.iloc[order]
+        t = pd.Series(iso_times(key)) if key.dtype.kind == "M" else key
     values = values.reset_index(drop=True)
     t = t.reset_index(drop=True)
     empty = empty.reset_index(drop=True)
 
     if empty.any():
         if missing == "error":
-            i = int(np.flatnonzero(empty.to_numpy())[0])
-            raise DataError(f"{path}: column {column!r} has {int(empty.sum())} empty cell(s), "
-                            f"the first at sorted row {i + 1}; set data.missing to interpolate "
-                            "or drop to accept them")
+            i = _line(empty)
+            raise DataError(f"{path}: column {column!r} has {int(empty.sum())} empty "
+                            f"cell(s), the first at sorted row {i + 1}; set {keys['missing']} "
+                            "to interpolate or drop to accept them")
         if missing == "drop":
             keep = ~empty
             values, t = values[keep].reset_index(drop=True), t[keep].reset_index(drop=True)
@@ -156,4 +249,19 @@ def load_series(p: DataParams) -> pd.DataFrame:
         return seasonal(p)
     if p.kind == "random_walk":
         return random_walk(p)
-    return read_csv_series(p.csv_path, p.csv_column, p.csv_time_column, p.missing)
+    return read_csv_series(p.csv_path, p.csv_column, p.csv_time_column, p.missing,
+                           **csv_dialect(p))
+
+
+def source_settings(p: DataParams) -> dict:
+    """What the forecast command needs to read a file as the training did (in the checkpoint)."""
+    return {"kind": p.kind, "column": p.csv_column if p.kind == "csv" else "value",
+            "time_column": p.csv_time_column if p.kind == "csv" else "",
+            "missing": p.missing, **csv_dialect(p)}
+
+
+def csv_dialect(p: DataParams) -> dict:
+    """The CSV reading options of ``data`` params, as read_csv_series keywords (also saved in
+    the checkpoint, so the forecast command reads the file the same way)."""
+    return {"time_format": p.csv_time_format, "sep": p.csv_sep, "decimal": p.csv_decimal,
+            "thousands": p.csv_thousands}

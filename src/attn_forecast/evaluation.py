@@ -13,7 +13,6 @@ import torch
 from torch import nn
 
 from . import metrics as M
-from .errors import UserInputError
 from .train import predict
 from .windows import Prepared, gather_windows, to_levels
 
@@ -69,9 +68,7 @@ def evaluate(prep: Prepared, model: nn.Module, *, ridge_alpha: float, season: in
         "naive": M.naive_forecast(last, H),
     }
     if season:
-        if first.min() - season < 0:
-            raise UserInputError(f"evaluate.season ({season}) reaches before the start of the "
-                                 f"series; it must be <= {int(first.min())}")
+        assert first.min() - season >= 0, "checked by preflight.check"
         forecasts["seasonal_naive"] = M.seasonal_naive_forecast(prep.levels, first, H, season)
     forecasts["mean"] = M.mean_forecast(train_levels, len(test), H)
     forecasts["ridge"] = _levels(prep, M.ridge_forecast(x_tr, y_tr, x_te, ridge_alpha), last)

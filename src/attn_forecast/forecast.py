@@ -1,11 +1,12 @@
 """Forecast the next values of a series with a trained model.
 
-    python -m attn_forecast.forecast --model models/model.pt --csv prices.csv --column close \
-        --steps 20 --out forecast.csv
+    python -m attn_forecast.forecast --model models/model.pt --csv prices.csv --steps 20
 
-Reads the series (sorted by ``--time-column`` when given), applies the model's own transform
-and scaler (saved in the checkpoint), and forecasts ``--steps`` values, feeding predictions back
-in when ``--steps`` exceeds the model's horizon. Writes ``step, forecast`` CSV.
+Reads the series the way the training read it (column, time column, CSV dialect and gap
+handling are saved in the checkpoint; every flag overrides its saved value), applies the
+model's own transform and scaler, and forecasts ``--steps`` values, feeding predictions back in
+when ``--steps`` exceeds the model's horizon. Writes ``step, time, forecast`` CSV, where
+``time`` continues the series' time column at its inferred frequency.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from .windows import Scaler, to_levels, to_model_series, transform_offset
 def forecast_levels(model: torch.nn.Module, meta: dict, levels: np.ndarray,
                     steps: int) -> np.ndarray:
     """The next ``steps`` levels after ``levels``, recursively in chunks of the horizon."""
-    window, horizon, kind = meta["window"], meta["horizon"], meta["transform"]
+    window, kind = meta["window"], meta["transform"]
     scaler = Scaler(**meta["scaler"])
     need = window + transform_offset(kind)
     if len(levels) < need:
@@ -47,35 +48,90 @@ def forecast_levels(model: torch.nn.Module, meta: dict, levels: np.ndarray,
     return np.asarray(out[:steps])
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True, help="checkpoint written by the train stage")
-    ap.add_argument("--csv", required=True, help="CSV file holding the series")
-    ap.add_argument("--column", default="value", help="value column (default: value)")
-    ap.add_argument("--time-column", default="", help="optional time column to sort by")
-    ap.add_argument("--missing", default="error", choices=["error", "interpolate", "drop"])
-    ap.add_argument("--steps", type=int, default=1, help="values to forecast (>= 1)")
-    ap.add_argument("--out", default="forecast.csv", help="CSV to write (default forecast.csv)")
-    args = ap.parse_args(argv)
-    if args.steps < 1:
-        raise UserInputError(f"--steps must be an integer >= 1, got {args.steps}")
+def next_times(t: np.ndarray, steps: int) -> np.ndarray:
+    """The ``steps`` time stamps after the series' last one, at its inferred frequency.
+
+    Numbers continue by the most common step. ISO date strings continue by pandas' inferred
+    frequency (over the last 100 stamps); business days with a holiday missing continue as
+    business days; otherwise by the most common gap.
+    """
+    if t.dtype.kind in "iuf":
+        steps_seen = np.diff(t[-100:]) if len(t) > 1 else np.ones(1)
+        vals, counts = np.unique(steps_seen, return_counts=True)
+        step = vals[np.argmax(counts)]
+        return t[-1] + step * np.arange(1, steps + 1)
+    times = pd.DatetimeIndex(pd.to_datetime(pd.Series(t[-100:].astype(str)), format="ISO8601"))
+    freq = None
+    if len(times) >= 3:
+        with pd.option_context("future.infer_freq_returns_offset", True):
+            freq = pd.infer_freq(times)  # an offset (MonthEnd, Hour...) or None
+    if freq is None and len(times) > 1:
+        gaps = times[1:] - times[:-1]
+        if (times.day_of_week < 5).all() and set(gaps.days) <= {1, 2, 3, 4} and \
+                (gaps == pd.Timedelta(days=1)).mean() > 0.5:
+            freq = "B"  # weekdays, with holidays left out
+        else:
+            freq = pd.Series(gaps).mode().iloc[0]
+    future = pd.date_range(times[-1], periods=steps + 1, freq=freq or "D")[1:]
+    fmt = "%Y-%m-%d" if (times == times.normalize()).all() else "%Y-%m-%dT%H:%M:%S"
+    return np.asarray(future.strftime(fmt))
+
+
+def _load(path: str) -> dict:
     try:
-        payload = torch.load(args.model, map_location="cpu", weights_only=True)
+        payload = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
-        raise UserInputError(f"--model: file not found: {args.model}") from None
+        raise UserInputError(f"--model: file not found: {path}") from None
     except (RuntimeError, ValueError, KeyError, TypeError, EOFError,
             pickle.UnpicklingError) as err:  # what torch.load raises on a foreign file
-        raise UserInputError(f"--model: {args.model} is not a PyTorch checkpoint "
+        raise UserInputError(f"--model: {path} is not a PyTorch checkpoint "
                              f"({type(err).__name__})") from None
     if not (isinstance(payload, dict) and {"settings", "state_dict", "prepare"} <= set(payload)):
-        raise UserInputError(f"--model: {args.model} is not a checkpoint of this project's "
+        raise UserInputError(f"--model: {path} is not a checkpoint of this project's "
                              "train stage (no settings, state_dict and prepare entries)")
+    return payload
+
+
+FLAGS = {"path": "--csv", "column": "--column", "time_column": "--time-column",
+         "time_format": "--time-format", "sep": "--sep", "decimal": "--decimal",
+         "thousands": "--thousands", "missing": "--missing"}
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m attn_forecast.forecast", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    saved = " (default: as in training)"
+    ap.add_argument("--model", required=True, help="checkpoint written by the train stage")
+    ap.add_argument("--csv", required=True, help="CSV file holding the series")
+    ap.add_argument("--column", help="value column" + saved)
+    ap.add_argument("--time-column", help="time column to sort by, '' for none" + saved)
+    ap.add_argument("--time-format", help="auto, or a strftime format such as %%d/%%m/%%Y"
+                    + saved)
+    ap.add_argument("--sep", help="field separator" + saved)
+    ap.add_argument("--decimal", help="decimal mark" + saved)
+    ap.add_argument("--thousands", help="thousands separator, '' for none" + saved)
+    ap.add_argument("--missing", choices=["error", "interpolate", "drop"],
+                    help="empty value cells: error, interpolate or drop" + saved)
+    ap.add_argument("--steps", type=int, default=1, help="values to forecast (>= 1; default 1)")
+    ap.add_argument("--out", default="forecast.csv", help="CSV to write (default forecast.csv)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    if args.steps < 1:
+        raise UserInputError(f"--steps must be an integer >= 1, got {args.steps}")
+    payload = _load(args.model)
+    source = payload["prepare"].get("source", {})  # how the training read its CSV
+    read = {k: getattr(args, k) if getattr(args, k) is not None else source.get(k, default)
+            for k, default in (("column", "value"), ("time_column", ""),
+                               ("time_format", "auto"), ("sep", ","), ("decimal", "."),
+                               ("thousands", ""), ("missing", "error"))}
     model = model_from_payload(payload)
-    series = read_csv_series(args.csv, args.column, args.time_column, args.missing,
-                             keys=("--csv", "--column", "--time-column"))
+    series = read_csv_series(args.csv, keys=FLAGS, **read)
     values = forecast_levels(model, payload["prepare"], series["value"].to_numpy(), args.steps)
     write_csv(args.out, pd.DataFrame({"step": np.arange(1, args.steps + 1),
+                                      "time": next_times(series["t"].to_numpy(), args.steps),
                                       "forecast": values}))
     print(f"forecast: {args.steps} steps after {len(series)} values -> {args.out}")
 

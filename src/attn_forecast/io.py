@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +39,27 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             os.unlink(tmp)
 
 
+@contextlib.contextmanager
+def replace_files(folder: str | Path, pattern: str = "*") -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``folder``; on success its files replace the
+    ``pattern`` files of ``folder`` (stale ones removed). On an error or Ctrl-C the folder is
+    left exactly as it was."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    try:
+        yield tmp
+        new = {f.name for f in tmp.glob(pattern)}
+        for f in sorted(tmp.glob(pattern)):
+            os.chmod(f, 0o666 & ~_umask())
+            os.replace(f, folder / f.name)
+        for old in folder.glob(pattern):
+            if old.name not in new:
+                old.unlink()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def write_text(path: str | Path, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text)
@@ -62,7 +84,9 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray]:
         return {k: z[k] for k in z.files}
 
 
-def write_csv(path: str | Path, frame: Any) -> None:
-    """Write a pandas DataFrame without its index; floats as their shortest exact repr."""
+def write_csv(path: str | Path, frame: Any, digits: int | None = None) -> None:
+    """Write a pandas DataFrame without its index; floats as their shortest exact repr, or at
+    ``digits`` significant digits (committed plot files); missing values as NaN."""
     with atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False, lineterminator="\n")
+        frame.to_csv(tmp, index=False, lineterminator="\n", na_rep="NaN",
+                     float_format=f"%.{digits}g" if digits else None)

@@ -10,6 +10,25 @@ import math
 import numpy as np
 
 
+# Committed files hold numbers at these precisions (significant digits): CPUs of different
+# vendors train to weights that differ in the last bits (see cpu.py), which moves metrics in
+# about the 7th digit; 4 digits keep `dvc metrics diff` quiet across machines and are well
+# below the spread of one seed (~1e-2).
+METRIC_DIGITS = 4
+CSV_DIGITS = 6
+
+
+def rounded(obj, digits: int = METRIC_DIGITS):
+    """``obj`` (nested dicts and lists) with every float at ``digits`` significant digits."""
+    if isinstance(obj, dict):
+        return {k: rounded(v, digits) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [rounded(v, digits) for v in obj]
+    if isinstance(obj, float) and math.isfinite(obj):
+        return float(f"{obj:.{digits}g}")
+    return obj
+
+
 def _f(x) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
@@ -63,10 +82,14 @@ def mase(y: np.ndarray, p: np.ndarray, scale: float) -> float | None:
     return mae(y, p) / scale if scale > 0 else None
 
 
-def directional_accuracy(y: np.ndarray, p: np.ndarray, last: np.ndarray) -> float:
+def directional_accuracy(y: np.ndarray, p: np.ndarray, last: np.ndarray) -> float | None:
     """Share of windows where the predicted first-step move from ``last`` has the sign of the
-    actual move (a flat move matches only a flat prediction)."""
-    return float(np.mean(np.sign(p[:, 0] - last) == np.sign(y[:, 0] - last)))
+    actual move (a flat move matches only a flat prediction). None for a forecaster that never
+    predicts a move (the naive one): it has no direction to be right or wrong about."""
+    moves = p[:, 0] - last
+    if not np.any(moves != 0):
+        return None
+    return float(np.mean(np.sign(moves) == np.sign(y[:, 0] - last)))
 
 
 def score(y: np.ndarray, p: np.ndarray, last: np.ndarray, *, train_levels: np.ndarray,

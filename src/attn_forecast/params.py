@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import (AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, Strict,
-                      ValidationError)
+from pydantic import (AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field,
+                      PlainValidator, Strict, ValidationError)
+from pydantic_core import PydanticCustomError
 
 from .errors import UserInputError
 
@@ -27,7 +28,14 @@ def _no_bool(v: Any) -> Any:
     return v
 
 
+def _auto_or_int(v: Any) -> Any:
+    if v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+        return v
+    raise PydanticCustomError("described", "auto or an integer >= 1")
+
+
 Int = Annotated[int, Strict()]
+AutoOrInt = Annotated[str | int, PlainValidator(_auto_or_int)]
 Bool = Annotated[bool, Strict()]
 Float = Annotated[float, BeforeValidator(_no_bool), AllowInfNan(False)]
 
@@ -52,9 +60,13 @@ class DataParams(_Section):
     drift: Float = 0.0002
     volatility: Float = Field(0.01, ge=0)
     # csv: a user's own series
-    csv_path: str = ""
+    csv_path: str = "data/external/example.csv"  # a DVC dependency of generate, so a file
     csv_column: str = "value"
     csv_time_column: str = ""
+    csv_time_format: str = Field("auto", min_length=1)  # auto, or strftime like %d/%m/%Y
+    csv_sep: str = Field(",", min_length=1)
+    csv_decimal: str = Field(".", min_length=1, max_length=1)
+    csv_thousands: str = Field("", max_length=1)  # '' = none
     missing: Literal["error", "interpolate", "drop"] = "error"
 
 
@@ -100,6 +112,8 @@ class TrainParams(_Section):
     precision: Literal["fp32", "bf16"] = "fp32"
     compile: Bool = False
     nproc: Int = Field(1, ge=1)
+    # torch intra-op threads in every stage that runs torch: auto (by the job's size) or N
+    threads: AutoOrInt = "auto"
 
 
 class EvaluateParams(_Section):
@@ -164,6 +178,12 @@ def _one_line(err: ValidationError) -> str:
         bound = next(iter(e["ctx"].values()))
         kind = _field_kind(Params, loc) or "a number"
         return f"params.yaml: {key} must be {kind} {_BOUND[typ]} {bound}, got {got!r}"
+    if typ == "described":
+        return f"params.yaml: {key} must be {e['msg']}, got {got!r}"
+    if typ in ("string_too_short", "string_too_long"):
+        lo, hi = e["ctx"].get("min_length"), e["ctx"].get("max_length")
+        what = "a non-empty string" if lo else f"at most {hi} character"
+        return f"params.yaml: {key} must be {what}, got {got!r}"
     what = _WHAT.get(typ, e["msg"].lower())
     return f"params.yaml: {key} must be {what}, got {got!r}"
 
@@ -181,6 +201,14 @@ def _check_combinations(p: Params) -> None:
     if p.train.patience and p.prepare.val_frac == 0:
         raise ParamsError("params.yaml: train.patience needs a validation part: set "
                           f"prepare.val_frac > 0 (got {p.prepare.val_frac}) or train.patience 0")
+    d = p.data
+    if d.csv_decimal == d.csv_thousands or d.csv_decimal == d.csv_sep:
+        raise ParamsError(
+            f"params.yaml: data.csv_decimal ({d.csv_decimal!r}) must differ from "
+            f"data.csv_sep ({d.csv_sep!r}) and data.csv_thousands ({d.csv_thousands!r})")
+    if d.csv_time_format != "auto" and "%" not in d.csv_time_format:
+        raise ParamsError("params.yaml: data.csv_time_format must be auto or a strftime "
+                          f"format such as '%d/%m/%Y', got {d.csv_time_format!r}")
     if p.data.kind == "csv" and not p.data.csv_path:
         raise ParamsError("params.yaml: data.csv_path must name a CSV file when data.kind is csv")
     if p.model.positional == "sinusoidal" and p.model.kind == "attention" and p.model.d_model % 2:
@@ -220,3 +248,31 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         where = f" at line {mark.line + 1}" if mark else ""
         raise ParamsError(f"{path}: not valid YAML{where}") from None
     return parse_params(raw)
+
+
+# ---------------------------------------------------------------- the worked example
+# Keys that say how a run executes on this machine, not what it computes.
+EXECUTION_KEYS = ("train.threads",)
+
+
+def source_settings() -> dict[str, Any]:
+    """The lecture's worked example as ``section.key -> value`` for every key: the typed
+    defaults above are the source's settings (data, windows, model, training), so a run with
+    all of them is the worked example whatever ``params.yaml`` holds."""
+    return {f"{section}.{key}": value
+            for section, values in Params().model_dump().items()
+            for key, value in values.items() if f"{section}.{key}" not in EXECUTION_KEYS}
+
+
+def dvc_set_args(settings: dict[str, Any]) -> list[str]:
+    """``-S key=value`` arguments for ``dvc exp run`` (values in YAML, as DVC parses them)."""
+    out = []
+    for key, value in settings.items():
+        text = yaml.safe_dump(value, default_flow_style=True).splitlines()[0]
+        assert not any(c.isspace() for c in text), (key, text)  # one shell word each
+        out += ["-S", f"{key}={text}"]
+    return out
+
+
+if __name__ == "__main__":  # python -m attn_forecast.params: the source's -S arguments
+    print(" ".join(dvc_set_args(source_settings())))

@@ -9,8 +9,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from .io import atomic_path  # noqa: E402
 
@@ -20,7 +22,45 @@ STYLE = {
     "axes.spines.top": False, "axes.spines.right": False,
 }
 COLORS = {"actual": "#333333", "model": "#d62728", "naive": "#1f77b4", "ridge": "#2ca02c",
+          "seasonal_naive": "#9467bd", "mean": "#8c564b", "ets": "#e377c2", "theta": "#17becf",
+          "arima": "#bcbd22", "ensemble": "#ff7f0e",
           "train": "#1f77b4", "val": "#ff7f0e", "test": "#2ca02c"}
+SPARE = ["#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896"]
+
+
+def color(name: str, i: int = 0) -> str:
+    """A fixed colour per forecaster, so every figure and every run agree."""
+    return COLORS.get(name, SPARE[i % len(SPARE)])
+
+
+def _time_axis(ax, t) -> None:
+    """Dates: a locator that thins the ticks and the concise formatter (no overlapping
+    labels); numbers: left as they are."""
+    if np.asarray(t).dtype.kind == "M":
+        locator = mdates.AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+
+
+def _clip_outliers(ax, curves: dict[str, np.ndarray], keep: tuple[str, ...] = ("model",)
+                   ) -> list[str]:
+    """Keep the y range on the curves that matter: a curve whose peak is more than four times
+    the median peak (a far-off baseline such as the training mean) is left off the scale and
+    named. Returns the names left off."""
+    peaks = {k: float(np.nanmax(np.abs(v))) for k, v in curves.items() if np.size(v)}
+    if len(peaks) < 3:
+        return []
+    ref = float(np.median(list(peaks.values())))
+    off = [k for k, v in peaks.items() if k not in keep and ref > 0 and v > 4 * ref]
+    if off:
+        inside = [np.asarray(v) for k, v in curves.items() if k not in off]
+        lo = min(float(np.nanmin(v)) for v in inside)
+        hi = max(float(np.nanmax(v)) for v in inside)
+        pad = 0.08 * (hi - lo or 1.0)
+        ax.set_ylim(lo - pad, hi + pad)
+        ax.text(0.99, 0.02, "off the scale: " + ", ".join(off), transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=8, color="#555555")
+    return off
 
 
 def _save(fig, path: str | Path, dpi: int) -> None:
@@ -67,6 +107,7 @@ def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weight
         note = ", ".join(f"{k} {v:.3g}" for k, v in baselines.items() if v is not None)
         ax.set(title="Test set: actual vs predicted", xlabel="t", ylabel=units)
         ax.legend(title=f"baseline RMSE: {note}" if note else None, title_fontsize=8)
+        _time_axis(ax, t)
 
         ax = axes[1, 0]
         if weights is not None:
@@ -105,6 +146,18 @@ def attention_maps(path, *, mean_weights: np.ndarray, example_weights: np.ndarra
         _save(fig, path, dpi)
 
 
+def no_attention(path, *, title: str, reason: str, dpi: int = 110) -> None:
+    """A placeholder figure that says why there is nothing to show (e.g. an LSTM model), so a
+    figure from an earlier run is never left standing in for this one."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7, 2.2))
+        ax.text(0.5, 0.6, "no attention", ha="center", va="center", fontsize=16)
+        ax.text(0.5, 0.25, reason, ha="center", va="center", fontsize=9, color="#555555")
+        ax.set_title(title)
+        ax.set_axis_off()
+        _save(fig, path, dpi)
+
+
 def attention_by_lag(path, *, lags: np.ndarray, weight: np.ndarray, dpi: int = 110) -> None:
     """Mean attention weight each lag gets from the queries that feed the head (the last query
     with last pooling, all of them with mean pooling); lag 0 = the newest input."""
@@ -133,6 +186,7 @@ def forecast(path, *, t_all, values, spans: dict[str, tuple], t_test, model, nai
         ax.plot(t_test, model, color=COLORS["model"], lw=1.2, ls="--", label="model")
         ax.set(title="Series and one-step-ahead test forecasts", xlabel="t", ylabel=units)
         ax.legend(ncol=3)
+        _time_axis(ax, t_all)
         fig.tight_layout()
         _save(fig, path, dpi)
 
@@ -142,8 +196,11 @@ def horizon_errors(path, *, steps: np.ndarray, errors: dict[str, np.ndarray],
     """RMSE by steps ahead for the model and each baseline."""
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(7, 4))
-        for name, err in errors.items():
-            ax.plot(steps, err, marker="o", ms=3, label=name, color=COLORS.get(name))
+        for i, (name, err) in enumerate(errors.items()):
+            ax.plot(steps, err, marker="o", ms=3, label=name, color=color(name, i),
+                    lw=2 if name == "model" else 1.2)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _clip_outliers(ax, errors)
         ax.set(title="Error by steps ahead", xlabel="steps ahead", ylabel=f"RMSE ({units})")
         ax.legend()
         fig.tight_layout()

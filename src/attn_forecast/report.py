@@ -37,7 +37,10 @@ def summary_markdown(metrics: dict, p: Params) -> str:
                      f"{t.batch_size or 'full'}, loss {t.loss}, scheduler {t.scheduler}, "
                      f"seed {t.seed}"),
     ]
+    notes = ["", "naive's directional_accuracy is n/a: it never predicts a move."]
+    if m.kind != "attention":
+        notes.append(f"No attention: an {m.kind} model has no attention weights to show.")
     return "\n".join(
         [f"### Test metrics ({metrics['n_test']} windows, original units)", ""] + lines
-        + ["", "| setting | value |", "|---|---|"]
+        + notes + ["", "| setting | value |", "|---|---|"]
         + [f"| {k} | {v} |" for k, v in params] + [""])

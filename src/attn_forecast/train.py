@@ -11,12 +11,13 @@ import math
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from .errors import UserInputError
+from .errors import Interrupted, UserInputError
 from .params import TrainParams
 from .windows import gather_windows
 
@@ -123,26 +124,84 @@ class FitResult:
     windows_per_s: float = 0.0
 
 
-class _Progress:
-    """One overwritten line per epoch on a terminal; silent otherwise (CI, logs)."""
+def _clock(seconds: float) -> str:
+    m, sec = divmod(int(round(seconds)), 60)
+    return f"{m}:{sec:02d}" if m < 60 else f"{m // 60}:{m % 60:02d}:{sec:02d}"
 
-    def __init__(self, epochs: int, enabled: bool) -> None:
-        self.epochs, self.enabled = epochs, enabled
+
+class Progress:
+    """Per-epoch progress on stderr once training has run ``after`` seconds (short runs stay
+    quiet): on a terminal one overwritten line, at most ten updates a second; otherwise (logs,
+    CI, captured output) one line every ``every`` seconds. Shows elapsed time and an ETA."""
+
+    def __init__(self, epochs: int, enabled: bool = True, tty: bool | None = None,
+                 after: float = 3.0, every: float = 5.0, stream=None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.epochs, self.enabled, self.after, self.every = epochs, enabled, after, every
+        self.clock = clock
+        self.t0 = clock()
+        self.last_print = -math.inf
+        self.printed = False
 
     def update(self, epoch: int, loss: float, val: float | None) -> None:
-        if self.enabled:
-            v = f"  val {val:.5f}" if val is not None else ""
-            print(f"\repoch {epoch:>5}/{self.epochs}  loss {loss:.5f}{v}", end="",
-                  file=sys.stderr, flush=True)
+        now = self.clock()
+        elapsed = now - self.t0
+        if not self.enabled or elapsed < self.after:
+            return
+        gap = 0.1 if self.tty else self.every
+        if now - self.last_print < gap and epoch < self.epochs:
+            return
+        self.last_print = now
+        eta = elapsed / epoch * (self.epochs - epoch)
+        v = f"  val {val:.5f}" if val is not None else ""
+        line = (f"train: epoch {epoch}/{self.epochs}  loss {loss:.5f}{v}  "
+                f"{_clock(elapsed)} elapsed, {_clock(eta)} left")
+        if self.tty:
+            print(f"\r{line}", end="", file=self.stream, flush=True)
+        else:
+            print(line, file=self.stream, flush=True)
+        self.printed = True
 
     def close(self) -> None:
-        if self.enabled:
-            print(file=sys.stderr)
+        if self.tty and self.printed:
+            print(file=self.stream, flush=True)
+            self.printed = False
+
+
+def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.optim.Optimizer,
+                 loss_fn: nn.Module, p: TrainParams, aug_gen: torch.Generator, n: int,
+                 rank: int, world: int) -> float:
+    """One pass over ``batches`` of (x, y); returns the mean training loss over n windows."""
+    model.train()
+    total = None
+    for x, y in batches:
+        n_batch = len(x)
+        if world > 1:
+            x, y = x[rank::world], y[rank::world]
+        x, y = augment(x, y, p, aug_gen)
+        opt.zero_grad(set_to_none=True)
+        with autocast(x.device, p.precision):
+            pred = step_model(x)[0]
+        # a rank whose shard is empty still takes part in DDP's gradient all-reduce
+        loss = loss_fn(pred.float(), y) if len(x) else pred.float().sum()
+        # DDP averages gradients over ranks; weighting each rank's mean loss by its share
+        # of the batch makes that average the gradient of the whole batch's mean loss
+        (loss * (len(x) * world / n_batch) if world > 1 else loss).backward()
+        if p.grad_clip:
+            nn.utils.clip_grad_norm_(model.parameters(), p.grad_clip)
+        opt.step()
+        part = loss.detach() * len(x)
+        total = part if total is None else total + part
+    if world > 1:
+        torch.distributed.all_reduce(total)
+    return float(total) / n  # one device sync per epoch
 
 
 def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
         val_ends: torch.Tensor, window: int, horizon: int, p: TrainParams,
-        step_model: nn.Module | None = None, progress: bool | None = None,
+        step_model: nn.Module | None = None, progress: bool | Progress | None = None,
         rank: int = 0, world: int = 1) -> FitResult:
     """Train ``model`` in place on the windows ending at ``train_ends``.
 
@@ -154,7 +213,9 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     every ``world``-th window of each; DDP averages the gradients, and the logged loss is
     summed over ranks, so the history matches a single process up to rounding (with input
     noise, each rank draws its own).
-    Raises UserInputError if the loss stops being finite.
+    ``progress``: a :class:`Progress`, or whether to show the default one (default: on rank 0).
+    Raises UserInputError if the loss stops being finite, and :class:`Interrupted` (naming the
+    epoch) on Ctrl-C.
     """
     step_model = model if step_model is None else step_model  # (a Module has no truth value)
     device = series.device
@@ -166,64 +227,48 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     n = len(train_ends)
     bs = n if p.batch_size == 0 else min(p.batch_size, n)
     full = gather_windows(series, train_ends, window, horizon) if bs == n else None
-    show = (sys.stderr.isatty() and rank == 0) if progress is None else progress
-    bar = _Progress(p.epochs, show)
+    bar = progress if isinstance(progress, Progress) else \
+        Progress(p.epochs, enabled=(rank == 0) if progress is None else progress)
     res = FitResult()
     best_val, best_state, stale = math.inf, None, 0
     t0 = time.perf_counter()
-    for epoch in range(1, p.epochs + 1):
-        model.train()
-        lr = opt.param_groups[0]["lr"]
-        order = torch.randperm(n, generator=gen, device=device) if full is None else None
-        total = torch.zeros((), device=device)
-        for i in range(0, n, bs):
-            if full is None:
-                x, y = gather_windows(series, train_ends[order[i:i + bs]], window, horizon)
-            else:
-                x, y = full
-            n_batch = len(x)
-            if world > 1:
-                x, y = x[rank::world], y[rank::world]
-            x, y = augment(x, y, p, aug_gen)
-            opt.zero_grad(set_to_none=True)
-            with autocast(device, p.precision):
-                pred = step_model(x)[0]
-            # a rank whose shard is empty still takes part in DDP's gradient all-reduce
-            loss = loss_fn(pred.float(), y) if len(x) else pred.float().sum()
-            # DDP averages gradients over ranks; weighting each rank's mean loss by its share
-            # of the batch makes that average the gradient of the whole batch's mean loss
-            (loss * (len(x) * world / n_batch) if world > 1 else loss).backward()
-            if p.grad_clip:
-                nn.utils.clip_grad_norm_(model.parameters(), p.grad_clip)
-            opt.step()
-            total += loss.detach() * len(x)
-        if world > 1:
-            torch.distributed.all_reduce(total)
-        train_loss = float(total) / n  # one device sync per epoch
-        if not math.isfinite(train_loss):
-            bar.close()
-            raise UserInputError(f"training diverged at epoch {epoch} (loss {train_loss}); "
-                                 f"lower train.lr (now {p.lr}) or set train.grad_clip")
-        if sched is not None:
-            sched.step()
-        val_loss = None
-        if len(val_ends):
-            val_loss = evaluate_loss(model, series, val_ends, window, horizon, loss_fn,
-                                     p.precision)
-            if world > 1:  # every rank must take the same early-stopping decision
-                v = torch.tensor(val_loss, device=device)
-                torch.distributed.broadcast(v, src=0)
-                val_loss = float(v)
-            if val_loss < best_val:
-                best_val, stale, res.best_epoch = val_loss, 0, epoch
-                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            else:
-                stale += 1
-        res.history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
-                            "lr": lr})
-        bar.update(epoch, train_loss, val_loss)
-        if p.patience and stale >= p.patience:
-            break
+    epoch = 0
+    try:
+        for epoch in range(1, p.epochs + 1):
+            lr = opt.param_groups[0]["lr"]
+            order = torch.randperm(n, generator=gen, device=device) if full is None else None
+            batches = (full,) if full is not None else (
+                gather_windows(series, train_ends[order[i:i + bs]], window, horizon)
+                for i in range(0, n, bs))
+            train_loss = _train_epoch(model, step_model, batches, opt, loss_fn, p, aug_gen,
+                                      n, rank, world)
+            if not math.isfinite(train_loss):
+                bar.close()
+                raise UserInputError(f"training diverged at epoch {epoch} (loss {train_loss}); "
+                                     f"lower train.lr (now {p.lr}) or set train.grad_clip")
+            if sched is not None:
+                sched.step()
+            val_loss = None
+            if len(val_ends):
+                val_loss = evaluate_loss(model, series, val_ends, window, horizon, loss_fn,
+                                         p.precision)
+                if world > 1:  # every rank must take the same early-stopping decision
+                    v = torch.tensor(val_loss, device=device)
+                    torch.distributed.broadcast(v, src=0)
+                    val_loss = float(v)
+                if val_loss < best_val:
+                    best_val, stale, res.best_epoch = val_loss, 0, epoch
+                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                else:
+                    stale += 1
+            res.history.append({"epoch": epoch, "train_loss": train_loss,
+                                "val_loss": val_loss, "lr": lr})
+            bar.update(epoch, train_loss, val_loss)
+            if p.patience and stale >= p.patience:
+                break
+    except KeyboardInterrupt:
+        bar.close()
+        raise Interrupted(f"interrupted at epoch {epoch} of {p.epochs}") from None
     bar.close()
     res.seconds = time.perf_counter() - t0
     res.windows_per_s = n * len(res.history) / res.seconds if res.seconds > 0 else 0.0

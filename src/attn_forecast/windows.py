@@ -21,7 +21,7 @@ the targets of window e is v[e + offset - 1].
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +180,7 @@ class Prepared:
     split: Split
     scaler: Scaler
     transform: str
+    source: dict = field(default_factory=dict)  # how the series was read (kind, CSV options)
 
     @property
     def offset(self) -> int:
@@ -202,18 +203,19 @@ class Prepared:
         return {"window": self.split.window, "horizon": self.split.horizon,
                 "transform": self.transform, "scaler": self.scaler.to_dict(),
                 "split": asdict(self.split),
-                "n_windows": {p: int(len(self.split.ends(p))) for p in ("train", "val", "test")}}
+                "n_windows": {p: int(len(self.split.ends(p))) for p in ("train", "val", "test")},
+                "source": self.source}
 
 
 def prepare(levels: np.ndarray, signal: np.ndarray, t: np.ndarray, *, window: int,
             horizon: int, test_frac: float, val_frac: float, scaler: str,
-            transform: str) -> Prepared:
+            transform: str, source: dict | None = None) -> Prepared:
     z = to_model_series(levels, transform)
     split = make_split(len(z), window, horizon, test_frac, val_frac,
                        transform_offset(transform))
     fitted = fit_scaler(z[:split.train_end], scaler)  # the train part only
     return Prepared(levels, signal, t, fitted.transform(z).astype(np.float32), split, fitted,
-                    transform)
+                    transform, dict(source or {}))
 
 
 def save_prepared(out_dir: str | Path, prep: Prepared) -> None:
@@ -226,4 +228,4 @@ def load_prepared(in_dir: str | Path) -> Prepared:
     d = Path(in_dir)
     arr, meta = read_npz(d / "series.npz"), read_json(d / "meta.json")
     return Prepared(arr["levels"], arr["signal"], arr["t"], arr["z"], Split(**meta["split"]),
-                    Scaler(**meta["scaler"]), meta["transform"])
+                    Scaler(**meta["scaler"]), meta["transform"], meta.get("source", {}))

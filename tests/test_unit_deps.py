@@ -1,0 +1,56 @@
+"""dvc.yaml's deps are honest: each stage depends on exactly the src modules its script
+imports (directly or through other src modules, at import time or inside a function), so an
+edit reruns the stages it must and no others."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, dvc_spec
+
+PKG = ROOT / "src" / "attn_forecast"
+STAGES = ["generate", "prepare", "train", "evaluate", "render"]
+
+
+def _imports(path: Path) -> set[str]:
+    """attn_forecast module names one file imports anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from .x import y / from . import x
+                mods = [base] if base else [a.name for a in node.names]
+                found |= {f"attn_forecast.{m}" for m in mods}
+            elif base == "attn_forecast":
+                found |= {f"attn_forecast.{a.name}" for a in node.names
+                          if (PKG / f"{a.name}.py").exists()}
+            elif base.startswith("attn_forecast."):
+                found.add(base)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("attn_forecast.")}
+    return found
+
+
+def _closure(script: Path) -> set[str]:
+    # every import of the package runs its __init__ first
+    todo, seen = list(_imports(script) | _imports(PKG / "__init__.py")), set()
+    while todo:
+        mod = todo.pop()
+        if mod in seen:
+            continue
+        seen.add(mod)
+        todo += _imports(PKG / f"{mod.split('.', 1)[1]}.py")
+    return {f"src/attn_forecast/{m.split('.', 1)[1]}.py" for m in seen} | \
+        {"src/attn_forecast/__init__.py"}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_depends_on_exactly_the_src_it_imports(stage):
+    deps = {str(d) for d in dvc_spec()["stages"][stage]["deps"]}
+    declared = {d for d in deps if d.startswith("src/")}
+    needed = _closure(ROOT / "stages" / f"{stage}.py")
+    assert declared == needed, (f"{stage}: missing {sorted(needed - declared)}, "
+                                f"not imported {sorted(declared - needed)}")
+    assert f"stages/{stage}.py" in deps
