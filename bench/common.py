@@ -35,6 +35,12 @@ def with_overrides(base: dict, overrides: list[str]) -> dict:
     return p
 
 
+def source_base(base: dict) -> dict:
+    """``base`` with every setting of the lecture's worked example (make source-baseline's)."""
+    from attn_forecast.params import dvc_set_args, source_settings
+    return with_overrides(base, dvc_set_args(source_settings())[1::2])  # the "k=v" halves
+
+
 def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", "prepare",
                                                                      "train", "evaluate")):
     """Run the stages in-process on ``params``; returns (FitResult, metrics dict)."""

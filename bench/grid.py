@@ -1,6 +1,9 @@
 """Tuning grid: one line per configuration, each over seeds 42, 1, 2, 3, 4.
 
-    python bench/grid.py docs/grids/step2_lr.txt [--seeds 42,1,2,3,4]
+``--source``: the overrides apply on top of the worked example's settings instead of
+params.yaml (a grid file can ask for it with a `# base: source` line).
+
+    python bench/grid.py docs/grids/step2_lr.txt [--seeds 42,1,2,3,4] [--source]
 
 A grid file holds one configuration a line, as space-separated `-S`-style overrides
 (`prepare.window=40 model.pooling=mean`); `#` starts a comment. Prints a Markdown row per
@@ -19,7 +22,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy import run_project  # noqa: E402
-from common import ROOT  # noqa: E402
+from common import ROOT, source_base  # noqa: E402
 
 
 def main() -> None:
@@ -28,13 +31,18 @@ def main() -> None:
     ap.add_argument("grid", type=Path)
     ap.add_argument("--seeds", default="42,1,2,3,4")
     ap.add_argument("--params", default=str(ROOT / "params.yaml"))
+    ap.add_argument("--source", action="store_true")
     args = ap.parse_args()
     base = yaml.safe_load(Path(args.params).read_text())
+    text = args.grid.read_text()
+    if args.source or "# base: source" in text:
+        base = source_base(base)
+    print(f"command: python bench/grid.py {' '.join(sys.argv[1:])}")
     seeds = [int(s) for s in args.seeds.split(",")]
     print("| overrides | model rmse | model signal_rmse | ridge rmse | ridge signal_rmse | "
           "beats ridge | train s |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for line in args.grid.read_text().splitlines():
+    for line in text.splitlines():
         overrides = line.split("#")[0].split()
         if not line.split("#")[0].strip():
             continue

@@ -244,8 +244,9 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=["train_small", "train_large", "memory",
                                                   "repro", "queue"])
     ap.add_argument("--big-points", type=int, default=10_000_000)
-    ap.add_argument("--train-limit", type=float, default=120.0,
-                    help="seconds of the 10M-point train epoch to watch (0 = the whole epoch)")
+    ap.add_argument("--train-limit", type=float, default=0.0,
+                    help="stop the 10M-point train epoch after this many seconds (default 0: "
+                    "measure the whole epoch)")
     args = ap.parse_args()
     ref = args.reference if args.reference and args.reference.exists() else None
     if args.reference and ref is None:

@@ -99,7 +99,9 @@ def main(argv: list[str] | None = None) -> FitResult | None:
             torch.distributed.destroy_process_group()
     if rank != 0:
         return res
-    save_checkpoint(args.model, model, {"prepare": prep.meta(), "best_epoch": res.best_epoch})
+    # the history at full precision (the committed CSV holds 6 significant digits)
+    save_checkpoint(args.model, model, {"prepare": prep.meta(), "best_epoch": res.best_epoch,
+                                        "history": res.history})
     hist = pd.DataFrame(res.history, columns=["epoch", "train_loss", "val_loss", "lr"])
     write_csv(args.history, hist, digits=CSV_DIGITS)
     last = res.history[-1]

@@ -81,7 +81,7 @@ CASES = [
          # a blank line is an empty cell of a one-column file, not a line to skip
          csv="value\n" + "".join("\n" if i == 4 else f"{i % 5}.5\n" for i in range(40))),
     Case("csv-too-few-rows", "prepare", CSV,
-         ["too short", "11 values", "window 60", "need at least 62 values"],
+         ["too short", "11 values", "window 60", "need at least 77 values"],
          csv=_csv_rows(11), pre=["generate"]),
     Case("csv-constant", "prepare", {**CSV, "prepare.scaler": "zscore"},
          ["prepare.scaler", "constant"], csv=_csv_rows(100, lambda i: "3.0"), pre=["generate"]),

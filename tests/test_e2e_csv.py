@@ -28,7 +28,7 @@ EMPTY_AT = (57, 181, 342)                # sorted rows whose close cell is empty
 WINDOW = 20
 PARAMS = {
     "data.kind": "csv", "data.csv_path": CSV_REL, "data.csv_column": "close",
-    "data.csv_time_column": "date", "data.missing": "interpolate",
+    "data.csv_time_column": "date", "data.missing": "ffill",
     "prepare.window": WINDOW, "prepare.transform": "log_return", "train.epochs": 3,
 }
 
@@ -94,7 +94,7 @@ def test_repro_on_user_csv_succeeds(csv_built):
         assert f"Running stage '{stage}'" in out, out
 
 
-def test_series_is_sorted_with_every_row_and_interpolated_cells(csv_built):
+def test_series_is_sorted_with_every_row_and_filled_cells(csv_built):
     proj = _ok(csv_built)
     frame = csv_built.frame
     series = pd.read_csv(proj.path / "data/raw/series.csv", dtype={"t": str})
@@ -111,9 +111,8 @@ def test_series_is_sorted_with_every_row_and_interpolated_cells(csv_built):
     written = frame["close"].map(lambda v: float(f"{v:.4f}")).to_numpy()
     keep = np.setdiff1d(np.arange(N_ROWS), EMPTY_AT)
     np.testing.assert_allclose(series["value"].to_numpy()[keep], written[keep], rtol=1e-9)
-    for i in EMPTY_AT:  # linear between the neighbours in date order
-        expect = (written[i - 1] + written[i + 1]) / 2
-        assert series["value"][i] == pytest.approx(expect, rel=1e-9), i
+    for i in EMPTY_AT:  # the last value before it, in date order: never a later one
+        assert series["value"][i] == pytest.approx(written[i - 1], rel=1e-9), i
 
 
 def test_metrics_are_finite_without_signal(csv_built):
@@ -200,7 +199,7 @@ def bad_forecasts(csv_built):
 
     def run(case_id: str, change: list[str]):
         args = {"--model": "models/model.pt", "--csv": CSV_REL, "--column": "close",
-                "--time-column": "date", "--missing": "interpolate", "--steps": "5",
+                "--time-column": "date", "--missing": "ffill", "--steps": "5",
                 "--out": f"bad-{case_id}.csv"}
         key, value = change
         args[key] = str(models[value]) if key == "--model" else value

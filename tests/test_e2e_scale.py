@@ -8,6 +8,7 @@ The runs go two at a time (the machine has two cores); the tests only look at th
 """
 from __future__ import annotations
 
+import importlib.util
 import math
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -21,9 +22,10 @@ import yaml
 
 from conftest import set_key
 
-# 112 points, window 10, horizon 1, test_frac 0.2: 102 windows, 81 of them train. 81 is odd on
-# purpose: two ranks get 41 and 40 windows, and a mini-batch of 16 leaves a last batch of 1.
-BASE = {"data.n_points": 112, "prepare.window": 10, "train.epochs": 5,
+# 114 points, window 10, horizon 1, test_frac 0.2: targets 0..90 train, so 81 train windows
+# (ends 10..90). 81 is odd on purpose: two ranks get 41 and 40 windows, and a mini-batch of 16
+# leaves a last batch of 1.
+BASE = {"data.n_points": 114, "prepare.window": 10, "train.epochs": 5,
         # no input noise: it draws from a per-rank generator, so with it one process and two
         # would see different inputs and their losses could not be compared
         "train.augment_noise": 0.0, "train.batch_size": 0, "train.device": "cpu"}
@@ -122,9 +124,17 @@ def test_ddp_first_epoch_loss_matches_one_process(runs):
     assert (_rel(two["train_loss"], one["train_loss"]) < 1e-3).all(), (one, two)
 
 
+def _full_history(run) -> np.ndarray:
+    """The loss history at full precision, from the checkpoint (the CSV has 6 digits)."""
+    payload = torch.load(run.dir / "model.pt", map_location="cpu", weights_only=True)
+    return np.array([h["train_loss"] for h in payload["history"]])
+
+
 def test_ddp_history_matches_one_process_to_rounding_with_uneven_shards(runs):
-    one, two = _ok(runs["single"]), _ok(runs["ddp"])
-    assert (_rel(two["train_loss"], one["train_loss"]) < 1e-6).all(), (one, two)
+    one, two = _full_history(runs["single"]), _full_history(runs["ddp"])
+    assert len(one) == len(two) == 5
+    assert (_rel(two, one) < 1e-6).all(), (one, two)
+    np.testing.assert_allclose(_ok(runs["single"])["train_loss"], one, rtol=5e-6)  # 6 digits
 
 
 def test_ddp_minibatch_with_a_one_window_last_batch(runs):
@@ -140,16 +150,62 @@ def test_bf16_autocast_on_cpu(runs):
     assert np.isfinite(hist["train_loss"]).all() and (hist["train_loss"] > 0).all()
     # Same initial weights; bf16 keeps ~3 significant digits in the forward pass only.
     assert _rel(hist["train_loss"][0], fp32["train_loss"][0]) < 0.05
+    assert hist["train_loss"][0] != fp32["train_loss"][0]  # not silently fp32
+
+
+def _stage_in_process(proj, name: str):
+    spec = importlib.util.spec_from_file_location(f"train_stage_{name}",
+                                                  proj.path / "stages" / "train.py")
+    stage = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stage)
+    return stage
+
+
+@pytest.mark.parametrize("precision, expect_bf16", [("bf16", True), ("fp32", False)])
+def test_bf16_autocast_reaches_the_forward_pass(scale, monkeypatch, precision, expect_bf16):
+    """The train stage, in this process, with a spy on every Linear layer of the model it
+    builds: under bf16 the layers compute in bfloat16 (autocast took effect), under fp32 not."""
+    stage = _stage_in_process(scale, precision)
+    seen = set()
+    real_build = stage.build_model
+
+    def spy_build(settings):
+        model = real_build(settings)
+        for layer in model.modules():
+            if isinstance(layer, torch.nn.Linear):
+                layer.register_forward_hook(lambda mod, inp, out: seen.add(out.dtype))
+        return model
+    monkeypatch.setattr(stage, "build_model", spy_build)
+    run_dir = scale.path / "runs" / f"spy-{precision}"
+    params = _write_params(scale, f"runs/spy-{precision}/params.yaml",
+                           {"train.precision": precision, "train.epochs": 1})
+    old = torch.get_num_threads()
+    try:
+        stage.main(["--params", str(scale.path / params), "--prepared",
+                    str(scale.path / "data/prepared"), "--model", str(run_dir / "model.pt"),
+                    "--history", str(run_dir / "history.csv")])
+    finally:
+        torch.set_num_threads(old)
+    assert (torch.bfloat16 in seen) == expect_bf16, seen
 
 
 @pytest.mark.skipif(not any(shutil.which(c) for c in ("cc", "gcc", "clang")),
                     reason="torch.compile on CPU needs a C compiler")
-def test_slow_torch_compile_on_cpu(scale):
-    run = _train(scale, "compile", {"train.compile": True, "train.epochs": 2},
-                 "data/prepared", timeout=240)
+def test_slow_torch_compile_on_cpu(scale, tmp_path):
+    """torch.compile compiles lazily, on the compiled module's first call: kernels in a fresh
+    inductor cache show that the compiled module ran."""
+    cache = tmp_path / "inductor"
+    scale.env["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
+    try:
+        run = _train(scale, "compile", {"train.compile": True, "train.epochs": 2},
+                     "data/prepared", timeout=240)
+    finally:
+        scale.env.pop("TORCHINDUCTOR_CACHE_DIR")
     hist = _ok(run)
     assert hist["epoch"].tolist() == [1, 2]
     assert np.isfinite(hist["train_loss"]).all()
+    kernels = [f for f in cache.rglob("*") if f.suffix in (".py", ".so", ".cpp")]
+    assert kernels, "no compiled kernel: the compiled module was never called"
 
 
 # ---------------------------------------------------------------- validation, early stopping

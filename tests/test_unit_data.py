@@ -159,7 +159,7 @@ def test_csv_empty_cells_error(tmp_path):
     with pytest.raises(DataError) as info:
         read_csv_series(_csv(tmp_path, EMPTY), "value", "d", missing="error")
     msg = str(info.value)
-    assert "3 empty" in msg and "interpolate" in msg and "drop" in msg
+    assert "3 empty" in msg and "ffill" in msg and "drop" in msg
 
 
 def test_csv_empty_cells_drop(tmp_path):
@@ -168,13 +168,33 @@ def test_csv_empty_cells_drop(tmp_path):
     assert df["t"].tolist() == [1, 4]  # a numeric time column stays numeric
 
 
-def test_csv_empty_cells_interpolate(tmp_path):
-    df = read_csv_series(_csv(tmp_path, EMPTY), "value", "d", missing="interpolate")
-    # linear between 1 (t=1) and 7 (t=4); the trailing gap holds the last value
-    assert df["value"].tolist() == [1.0, 3.0, 5.0, 7.0, 7.0]
-    lead = read_csv_series(_csv(tmp_path, "value,x\n,a\n,b\n4,c\n6,d\n", "lead.csv"),
-                           "value", missing="interpolate")
-    assert lead["value"].tolist() == [4.0, 4.0, 4.0, 6.0]
+def test_csv_empty_cells_carried_forward(tmp_path):
+    df = read_csv_series(_csv(tmp_path, EMPTY), "value", "d", missing="ffill")
+    # sorted: 1, '', '', 7, '': each gap holds the last value before it
+    assert df["value"].tolist() == [1.0, 1.0, 1.0, 7.0, 7.0]
+    # leading gaps have no past value: refused, naming the rows and the key
+    with pytest.raises(DataError, match=r"first 2 sorted row\(s\) are empty.*data.missing"):
+        read_csv_series(_csv(tmp_path, "value,x\n,a\n,b\n4,c\n6,d\n", "lead.csv"),
+                        "value", missing="ffill")
+
+
+def test_filled_values_depend_on_the_past_only(tmp_path):
+    """No filled value may change when a later observation changes: so no input of a window
+    depends on a value at or after its first target."""
+    rng = np.random.default_rng(3)
+    n = 60
+    base = rng.normal(size=n).round(3)
+    gaps = {5, 6, 17, 30, 31, 32, 45, 59}
+    def filled(values):
+        cells = ["" if i in gaps else f"{v}" for i, v in enumerate(values)]
+        f = _csv(tmp_path, "value\n" + "\n".join(cells) + "\n", "g.csv")
+        return read_csv_series(f, "value", missing="ffill")["value"].to_numpy()
+    ref = filled(base)
+    assert not np.isnan(ref).any()
+    for j in range(1, n):
+        later = base.copy()
+        later[j:] = 1e6  # every observation from j on, poisoned
+        assert np.array_equal(filled(later)[:j], ref[:j]), j
 
 
 
@@ -183,9 +203,9 @@ def test_one_column_csv_empty_cell_is_an_error(tmp_path):
         read_csv_series(_csv(tmp_path, "value\n1\n\n3\n"), "value", missing="error")
 
 
-def test_one_column_csv_empty_cell_interpolated(tmp_path):
-    df = read_csv_series(_csv(tmp_path, "value\n1\n\n3\n"), "value", missing="interpolate")
-    assert df["value"].tolist() == [1.0, 2.0, 3.0]
+def test_one_column_csv_empty_cell_carried_forward(tmp_path):
+    df = read_csv_series(_csv(tmp_path, "value\n1\n\n3\n"), "value", missing="ffill")
+    assert df["value"].tolist() == [1.0, 1.0, 3.0]
 
 
 def test_one_column_csv_line_number_after_empty_cell(tmp_path):
@@ -196,7 +216,7 @@ def test_one_column_csv_line_number_after_empty_cell(tmp_path):
 
 def test_csv_all_empty_is_an_error(tmp_path):
     f = _csv(tmp_path, "value,x\n,1\n,2\n")
-    for missing in ("drop", "interpolate"):
+    for missing in ("drop", "ffill"):
         with pytest.raises(DataError, match="no values"):
             read_csv_series(f, "value", missing=missing)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from attn_forecast.errors import UserInputError
+from attn_forecast.params import EXECUTION_KEYS, source_settings
 from attn_forecast.params import Params, ParamsError, load_params, parse_params
 
 REPO = Path(__file__).resolve().parents[1]
@@ -20,16 +21,39 @@ def _msg(raw) -> str:
     return msg
 
 
+# The worked example of SEEDS.md, setting by setting (the keys it does not name keep the
+# values its code implies: no validation part, no transform, no augmentation...).
+SOURCE = {
+    "data.kind": "sine", "data.n_points": 300, "data.noise_std": 0.15, "data.seed": 42,
+    "prepare.window": 10, "prepare.horizon": 1, "prepare.test_frac": 0.2,
+    "prepare.val_frac": 0.0, "prepare.scaler": "none", "prepare.transform": "none",
+    "model.kind": "attention", "model.d_model": 32, "model.ffn_dim": 64, "model.n_heads": 1,
+    "model.n_layers": 1, "model.positional": "sinusoidal", "model.residual": False,
+    "model.pooling": "last", "model.dropout": 0.0,
+    "train.seed": 42, "train.epochs": 300, "train.lr": 0.005, "train.batch_size": 0,
+    "train.optimizer": "adam", "train.weight_decay": 0.0, "train.loss": "mse",
+    "train.scheduler": "none", "train.warmup_epochs": 0, "train.grad_clip": 0.0,
+    "train.patience": 0, "train.augment_noise": 0.0, "train.augment_scale": 0.0,
+    "train.augment_shift": 0.0, "train.precision": "fp32", "train.compile": False,
+    "train.nproc": 1,
+}
+
+
 def test_defaults_parse_to_the_source_settings():
     p = parse_params({})
     assert p == Params()
-    # the source: 300 noisy sine points, seed 42, window 10, 80/20 split, d_model 32,
-    # head 64, one head, 300 epochs of Adam at lr 0.005
-    assert (p.data.kind, p.data.n_points, p.data.noise_std, p.data.seed) == ("sine", 300,
-                                                                             0.15, 42)
-    assert (p.prepare.window, p.prepare.horizon, p.prepare.test_frac) == (10, 1, 0.2)
-    assert (p.model.d_model, p.model.ffn_dim, p.model.n_heads) == (32, 64, 1)
-    assert (p.train.epochs, p.train.lr, p.train.optimizer) == (300, 0.005, "adam")
+    for key, value in SOURCE.items():
+        section, name = key.split(".")
+        assert getattr(getattr(p, section), name) == value, key
+
+
+def test_source_baseline_sets_every_source_setting():
+    got = source_settings()
+    for key, value in SOURCE.items():
+        assert got[key] == value, key
+    # every key of every section, except how the run executes on this machine
+    assert set(got) == {f"{sec}.{k}" for sec, vals in Params().model_dump().items()
+                        for k in vals} - set(EXECUTION_KEYS)
 
 
 def test_repo_params_file_is_valid():
@@ -137,3 +161,8 @@ def test_non_finite_numbers_rejected(tmp_path, text):
     f.write_text(text)
     with pytest.raises(ParamsError):
         load_params(f)
+
+
+def test_interpolate_is_refused_with_the_reason():
+    msg = _msg({"data": {"missing": "interpolate"}})
+    assert "'error' | 'ffill' | 'drop'" in msg and "next value" in msg and "\n" not in msg

@@ -76,39 +76,37 @@ def test_parts_hold_every_window_wholly_inside_them(n, w, h, tf, vf):
 
 
 @pytest.mark.parametrize("n,w,h,tf,vf", COMBOS)
-def test_train_share_close_to_requested(n, w, h, tf, vf):
+def test_parts_are_cut_by_target_time(n, w, h, tf, vf):
     s = make_split(n, w, h, tf, vf)
-    n_windows = n - w - h + 1
-    assert abs(len(s.ends("train")) - n_windows * (1 - tf - vf)) <= 1
+    assert s.val_end == math.floor(Fraction(n) * (1 - Fraction(str(tf))))
+    assert s.train_end == (math.floor(Fraction(n) * (1 - Fraction(str(tf)) - Fraction(str(vf))))
+                           if vf else s.val_end)
 
 
-def test_source_split_300_points_window_10():
-    # source: X from the loop has 290 windows; split = int(len(X) * 0.8) = 232
+@pytest.mark.parametrize("w", [1, 10, 24, 60])
+@pytest.mark.parametrize("h", [1, 3])
+@pytest.mark.parametrize("transform", ["none", "diff", "log_return"])
+def test_every_setting_scores_the_same_target_times(w, h, transform):
+    """The first targets of the test windows are the same time stamps (level indices),
+    whatever the window, the horizon or the transform: the last 20 % of 300 levels."""
+    off = transform_offset(transform)
+    s = make_split(300 - off, w, h, 0.2, 0.0, off)
+    first_levels = s.ends("test") + off
+    assert first_levels.tolist() == list(range(240, 300 - h + 1))
+
+
+def test_source_series_300_points_window_10():
+    # targets 240..299 test whatever the window; the windows ending 10..239 train
     s = make_split(300, 10, 1, 0.2, 0.0)
-    assert len(s.ends("train")) == 232
-    assert len(s.ends("test")) == 58
+    assert s.ends("train").tolist() == list(range(10, 240))
+    assert s.ends("test").tolist() == list(range(240, 300))
     assert len(s.ends("val")) == 0
-    # the source's train windows are loop indices 0..231 -> ends 10..241
-    assert s.ends("train").tolist() == list(range(10, 242))
-    assert s.ends("test").tolist() == list(range(242, 300))
 
 
-@pytest.mark.parametrize("n", [50, 97, 300, 1001])
-@pytest.mark.parametrize("w", [1, 10, 24])
-@pytest.mark.parametrize("tf", [0.1, 0.2, 0.25, 0.3, 0.5])
-def test_horizon1_no_val_matches_source_formula(n, w, tf):
-    s = make_split(n, w, 1, tf, 0.0)
-    assert len(s.ends("train")) == int((n - w) * (1 - tf))
-    assert len(s.ends("train")) + len(s.ends("test")) == n - w
-
-
-def test_train_share_is_exact_floor_of_decimal_fractions():
-    # 110 points, window 10, horizon 1: 100 windows; 50% train, 20% val, 30% test
+def test_fraction_boundaries_are_exact_floors_of_decimal_fractions():
+    # 110 points; 50 % train, 20 % val, 30 % test: 1 - 0.3 - 0.2 is 0.49999999999999994
     s = make_split(110, 10, 1, 0.3, 0.2)
-    n_windows = 100
-    exact = math.floor(Fraction(n_windows) * (1 - Fraction("0.3") - Fraction("0.2")))
-    assert exact == 50
-    assert len(s.ends("train")) == exact
+    assert (s.train_end, s.val_end) == (55, 77)
 
 
 def test_make_split_too_short_raises():
@@ -120,7 +118,7 @@ def test_make_split_too_short_raises():
         make_split(5, 10, 1, 0.2, 0.0)  # shorter than a window
     # a requested validation part that gets no window is also too short
     with pytest.raises(UserInputError, match="0 val"):
-        make_split(16, 10, 1, 0.2, 0.1)
+        make_split(16, 10, 1, 0.2, 0.01)
 
 
 def test_split_ends_empty_part_dtype():
@@ -134,7 +132,7 @@ def test_scaler_sees_only_training_values():
     n, w = 300, 10
     rng = np.random.default_rng(0)
     levels = rng.normal(size=n)
-    train_end = 242  # 232 train windows ending at 10..241: targets up to index 241
+    train_end = 240  # targets 0..239: the first 80 % of the 300 time stamps
     huge = levels.copy()
     huge[train_end:] = 1e6
     t = np.arange(n)

@@ -167,6 +167,27 @@ def _separator_hint(columns: list[str], keys: dict) -> str:
     return ""
 
 
+def _fill(values: pd.Series, t: pd.Series, empty: pd.Series, missing: str, where: str,
+          keys: dict) -> tuple[pd.Series, pd.Series]:
+    """Empty cells of the time-sorted series, from the past only (never a later value, which
+    could be a window's own target): ``ffill`` carries the last value forward, ``drop`` removes
+    the rows, ``error`` refuses. Leading empty cells have no past to fill from: refused."""
+    if empty.all():
+        raise DataError(f"{where} holds no values")
+    if missing == "error":
+        i = _line(empty)
+        raise DataError(f"{where} has {int(empty.sum())} empty cell(s), the first at sorted row "
+                        f"{i + 1}; set {keys['missing']} to ffill or drop to accept them")
+    if missing == "drop":
+        keep = ~empty
+        return values[keep].reset_index(drop=True), t[keep].reset_index(drop=True)
+    lead = int(np.argmin(empty.to_numpy())) if not empty.all() else len(empty)
+    if lead:
+        raise DataError(f"{where}: the first {lead} sorted row(s) are empty, with no earlier "
+                        f"value to carry forward; remove them or set {keys['missing']} to drop")
+    return values.ffill(), t
+
+
 def read_csv_series(path: str | Path, column: str = "value", time_column: str = "",
                     missing: str = "error", *, time_format: str = "auto", sep: str = ",",
                     decimal: str = ".", thousands: str = "", keys: dict | None = None
@@ -217,16 +238,7 @@ def read_csv_series(path: str | Path, column: str = "value", time_column: str = 
     empty = empty.reset_index(drop=True)
 
     if empty.any():
-        if missing == "error":
-            i = _line(empty)
-            raise DataError(f"{path}: column {column!r} has {int(empty.sum())} empty "
-                            f"cell(s), the first at sorted row {i + 1}; set {keys['missing']} "
-                            "to interpolate or drop to accept them")
-        if missing == "drop":
-            keep = ~empty
-            values, t = values[keep].reset_index(drop=True), t[keep].reset_index(drop=True)
-        else:  # interpolate linearly between neighbours, hold the ends
-            values = values.interpolate(limit_direction="both")
+        values, t = _fill(values, t, empty, missing, f"{path}: column {column!r}", keys)
     if values.isna().all() or len(values) == 0:
         raise DataError(f"{path}: column {column!r} holds no values")
     return _frame(values.to_numpy(dtype=np.float64), None, t=t.to_numpy())

@@ -110,8 +110,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--sep", help="field separator" + saved)
     ap.add_argument("--decimal", help="decimal mark" + saved)
     ap.add_argument("--thousands", help="thousands separator, '' for none" + saved)
-    ap.add_argument("--missing", choices=["error", "interpolate", "drop"],
-                    help="empty value cells: error, interpolate or drop" + saved)
+    ap.add_argument("--missing", choices=["error", "ffill", "drop"],
+                    help="empty value cells: error, ffill (carry the last value forward) or "
+                    "drop" + saved)
     ap.add_argument("--steps", type=int, default=1, help="values to forecast (>= 1; default 1)")
     ap.add_argument("--out", default="forecast.csv", help="CSV to write (default forecast.csv)")
     return ap

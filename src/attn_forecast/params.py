@@ -67,7 +67,7 @@ class DataParams(_Section):
     csv_sep: str = Field(",", min_length=1)
     csv_decimal: str = Field(".", min_length=1, max_length=1)
     csv_thousands: str = Field("", max_length=1)  # '' = none
-    missing: Literal["error", "interpolate", "drop"] = "error"
+    missing: Literal["error", "ffill", "drop"] = "error"  # ffill: carry the last value forward
 
 
 class PrepareParams(_Section):
@@ -75,7 +75,7 @@ class PrepareParams(_Section):
     horizon: Int = Field(1, ge=1)
     test_frac: Float = Field(0.2, gt=0, lt=1)
     val_frac: Float = Field(0.0, ge=0, lt=1)
-    scaler: Literal["zscore", "minmax", "none"] = "zscore"
+    scaler: Literal["zscore", "minmax", "none"] = "none"  # the source trains on raw values
     transform: Literal["none", "diff", "log_return"] = "none"
 
 
@@ -173,7 +173,9 @@ def _one_line(err: ValidationError) -> str:
         return f"params.yaml: unknown key {key} (known keys here: {known})"
     if typ == "literal_error":
         allowed = e["ctx"]["expected"].replace("' or '", "' | '").replace("', '", "' | '")
-        return f"params.yaml: {key} must be one of {allowed}, got {got!r}"
+        hint = ("; interpolate was removed: it filled a gap from the next value, which can be "
+                "the target" if (key, got) == ("data.missing", "interpolate") else "")
+        return f"params.yaml: {key} must be one of {allowed}, got {got!r}{hint}"
     if typ in _BOUND:
         bound = next(iter(e["ctx"].values()))
         kind = _field_kind(Params, loc) or "a number"

@@ -1,17 +1,20 @@
 """Transforms, chronological splits, scaling and lean sliding windows.
 
-The prepared data is the (transformed, scaled) series and two split boundaries; windows are
+The prepared data is the (transformed, scaled) series and its split boundaries; windows are
 never stored. A window is named by its end ``e`` (exclusive): inputs ``z[e-W:e]``, targets
 ``z[e:e+H]``::
 
-    z:  0 ............................ b_train ....... b_val ........... n
-        |<--------- train part -------->|<-- val part ->|<-- test part -->|
-        [  inputs W ][tgt H]                 windows whose H targets lie
-                 e-W        e   e+H          wholly inside one part belong to it
+    levels: 0 ...................... L_val .......... L_test ........... N
+            |<-------- train part ------->|<-- val part -->|<-- test part -->|
+            [  inputs W ][tgt H]                   windows whose H targets lie
+                     e-W        e   e+H            wholly inside one part belong to it
 
-A window belongs to the part holding all of its targets; the inputs may reach back into an
-earlier part (that is the past, which a forecaster may see). The scaler is fitted on the train
-part only.
+The parts are cut by **target time**, in the series' own (level) indices:
+``L_test = floor(N * (1 - test_frac))`` and ``L_val = floor(N * (1 - test_frac - val_frac))``,
+so the test targets are the last ``test_frac`` of the series whatever the window, the horizon
+or the transform: any two settings (and any peer) are scored on the same time stamps. A window
+belongs to the part holding all of its targets; the inputs may reach back into an earlier part
+(that is the past, which a forecaster may see). The scaler is fitted on the train part only.
 
 Transforms turn price-like levels ``v`` into what the model learns (``z``):
 ``none``: z[j] = v[j]; ``diff``: z[j] = v[j+1] - v[j]; ``log_return``: z[j] = log(v[j+1]/v[j]).
@@ -66,31 +69,43 @@ def to_levels(z: np.ndarray, last_level: np.ndarray, kind: str) -> np.ndarray:
 # ---------------------------------------------------------------- splits
 @dataclass(frozen=True)
 class Split:
-    """Boundaries in model-series indices; see the module docstring."""
+    """Boundaries in model-series indices (see the module docstring): targets in
+    ``[train_start, train_end)`` train, ``[train_end, val_end)`` validate and
+    ``[val_end, test_end)`` test. ``test_end`` 0 means the end of the series, ``n``."""
     n: int
     window: int
     horizon: int
     train_end: int
     val_end: int
+    train_start: int = 0
+    test_end: int = 0
+
+    def bounds(self, part: str) -> tuple[int, int]:
+        """The [first, end) target indices of one part."""
+        return {"train": (self.train_start, self.train_end),
+                "val": (self.train_end, self.val_end),
+                "test": (self.val_end, self.test_end or self.n)}[part]
 
     def ends(self, part: str) -> np.ndarray:
         """Window ends (exclusive input end = first target index) of one part."""
-        lo, hi = {"train": (0, self.train_end), "val": (self.train_end, self.val_end),
-                  "test": (self.val_end, self.n)}[part]
+        lo, hi = self.bounds(part)
         first = max(lo, self.window)
         last = hi - self.horizon  # inclusive: targets e .. e+H-1 < hi
         return np.arange(first, last + 1, dtype=np.int64) if last >= first else \
             np.zeros(0, dtype=np.int64)
 
 
-def _split(n: int, window: int, horizon: int, test_frac: float, val_frac: float) -> Split:
-    n_windows = n - window - horizon + 1
+def _cut(n_levels: int, share: float) -> int:
     # floor with a tolerance: 1 - 0.3 - 0.2 is 0.49999999999999994 in floating point
-    n_train = math.floor(n_windows * (1 - test_frac - val_frac) + 1e-9)
-    n_trainval = math.floor(n_windows * (1 - test_frac) + 1e-9)
-    train_end = window + n_train + horizon - 1
-    val_end = window + n_trainval + horizon - 1 if val_frac > 0 else train_end
-    return Split(n, window, horizon, train_end, val_end)
+    return math.floor(n_levels * share + 1e-9)
+
+
+def _split(n: int, window: int, horizon: int, test_frac: float, val_frac: float,
+           offset: int) -> Split:
+    n_levels = n + offset
+    test_start = _cut(n_levels, 1 - test_frac) - offset      # level -> model index
+    val_start = _cut(n_levels, 1 - test_frac - val_frac) - offset if val_frac > 0 else test_start
+    return Split(n, window, horizon, max(val_start, 0), max(test_start, 0))
 
 
 def _usable(s: Split, val_frac: float) -> bool:
@@ -100,16 +115,14 @@ def _usable(s: Split, val_frac: float) -> bool:
 
 def make_split(n: int, window: int, horizon: int, test_frac: float, val_frac: float,
                offset: int = 0) -> Split:
-    """Cut the first (1 - test - val) share of all windows for training, then val, then test.
-
-    With horizon 1 and no validation this is the source's ``split = int(len(X) * 0.8)``.
-    ``offset`` (values the transform consumes) only makes the error message count values.
-    """
-    split = _split(n, window, horizon, test_frac, val_frac)
+    """Cut a model series of ``n`` values (``n + offset`` levels) by target time: the last
+    ``test_frac`` of the levels are test targets, the ``val_frac`` before them validation
+    targets, the rest training targets."""
+    split = _split(n, window, horizon, test_frac, val_frac, offset)
     if not _usable(split, val_frac):
         need = next((m for m in range(window + horizon, 100 * (window + horizon) + 100_000)
-                     if _usable(_split(m, window, horizon, test_frac, val_frac), val_frac)),
-                    None)
+                     if _usable(_split(m, window, horizon, test_frac, val_frac, offset),
+                                val_frac)), None)
         counts = ", ".join(f"{len(split.ends(p))} {p}" for p in ("train", "val", "test"))
         need_text = f"need at least {need + offset} values" if need else "need more values"
         raise UserInputError(
