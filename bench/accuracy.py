@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, run_pipeline, source_base, with_overrides  # noqa: E402
 
 COLS = ("model_rmse", "model_signal_rmse", "ridge_rmse", "ridge_signal_rmse", "naive_rmse",
-        "model_over_naive", "train_s")
+        "model_over_naive", "dm_p_naive", "dm_p_ridge", "train_s")
 
 
 def _rmse(a, b) -> float:
@@ -54,10 +54,12 @@ def run_project(base: dict, overrides: list[str], seed: int,
     series = pd.read_csv(work / "series.csv")
     shutil.rmtree(work)
     if first_target is None:
+        sig = m.get("significance", {})
         row = {"seed": seed, "n_targets": m["n_test"], "model_rmse": m["model"]["rmse"],
                "model_signal_rmse": m["model"]["signal_rmse"], "ridge_rmse": m["ridge"]["rmse"],
                "ridge_signal_rmse": m["ridge"]["signal_rmse"], "naive_rmse": m["naive"]["rmse"],
-               "train_s": fit.seconds}
+               "dm_p_naive": sig.get("naive", {}).get("p_value"),
+               "dm_p_ridge": sig.get("ridge", {}).get("p_value"), "train_s": fit.seconds}
     else:
         t = pred["t"].to_numpy()
         keep = t >= first_target
@@ -67,7 +69,8 @@ def run_project(base: dict, overrides: list[str], seed: int,
                "model_signal_rmse": _rmse(pred["predicted"], signal),
                "ridge_rmse": _rmse(pred["ridge"], pred["actual"]),
                "ridge_signal_rmse": _rmse(pred["ridge"], signal),
-               "naive_rmse": _rmse(pred["naive"], pred["actual"]), "train_s": fit.seconds}
+               "naive_rmse": _rmse(pred["naive"], pred["actual"]), "dm_p_naive": None,
+               "dm_p_ridge": None, "train_s": fit.seconds}
     row["model_over_naive"] = row["model_rmse"] / row["naive_rmse"]
     return row
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from accuracy import run_project  # noqa: E402
+from accuracy import COLS, run_project  # noqa: E402
 from common import ROOT, source_base  # noqa: E402
 
 
@@ -40,19 +40,21 @@ def main() -> None:
     print(f"command: python bench/grid.py {' '.join(sys.argv[1:])}")
     seeds = [int(s) for s in args.seeds.split(",")]
     print("| overrides | model rmse | model signal_rmse | ridge rmse | ridge signal_rmse | "
-          "beats ridge | train s |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+          "beats ridge | beats naive, DM p < 0.05 | train s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for line in text.splitlines():
         overrides = line.split("#")[0].split()
         if not line.split("#")[0].strip():
             continue
         rows = [run_project(base, overrides, s) for s in seeds]
-        med = {k: statistics.median(r[k] for r in rows) for k in rows[0] if k != "seed"}
+        med = {k: statistics.median(r[k] for r in rows) for k in COLS if k.endswith(("rmse", "_s"))}
         wins = sum(r["model_rmse"] < r["ridge_rmse"] for r in rows)
+        sig = sum(r["model_rmse"] < r["naive_rmse"] and (r["dm_p_naive"] or 1) < 0.05
+                  for r in rows)
         print(f"| `{' '.join(overrides) or '(defaults)'}` | {med['model_rmse']:.4f} | "
               f"{med['model_signal_rmse']:.4f} | {med['ridge_rmse']:.4f} | "
-              f"{med['ridge_signal_rmse']:.4f} | {wins}/{len(rows)} | {med['train_s']:.1f} |",
-              flush=True)
+              f"{med['ridge_signal_rmse']:.4f} | {wins}/{len(rows)} | {sig}/{len(rows)} | "
+              f"{med['train_s']:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before numpy and torch load)
 import argparse
+import sys
 
 import numpy as np
 
@@ -40,8 +41,10 @@ def main(argv: list[str] | None = None) -> dict:
     model, _ = load_checkpoint(args.model)  # CPU: small, and byte-stable metrics
     n_test = len(prep.split.ends("test"))  # forward only: a third of a training step's work
     set_threads(choose_threads(params.train.threads, step_flops(model.settings, n_test) / 3))
-    ev = evaluate(prep, model, ridge_alpha=p.ridge_alpha, season=p.season,
-                  noise_std=params.data.noise_std)
+    ev = evaluate(prep, model, baselines=p.baselines, ridge_alpha=p.ridge_alpha,
+                  season=p.season, noise_std=params.data.noise_std)
+    for line in ev.warnings:
+        print(line, file=sys.stderr)
 
     out = tables(ev, model.settings.pooling)
     W = prep.split.window
@@ -53,8 +56,9 @@ def main(argv: list[str] | None = None) -> dict:
         write_csv(getattr(args, name), out[name], digits=CSV_DIGITS)
     write_json(args.metrics, rounded(ev.metrics))
     m = ev.metrics
-    print(f"evaluate: {m['n_test']} test windows, RMSE model {m['model']['rmse']:.4f} | "
-          f"naive {m['naive']['rmse']:.4f} | ridge {m['ridge']['rmse']:.4f} -> {args.metrics}")
+    scores = " | ".join(f"{name} {v['rmse']:.4f}" if v else f"{name} n/a"
+                        for name, v in m.items() if name in ev.forecasts)
+    print(f"evaluate: {m['n_test']} test windows, RMSE {scores} -> {args.metrics}")
     return m
 
 

@@ -1,7 +1,8 @@
 """Stage render: the figures and the Markdown summary, from the evaluate outputs.
 
-out: a folder of PNGs (overview, attention, attention_by_lag, forecast, and horizon when
-forecasting several steps) and ``summary.md``. No torch here: arrays and CSVs only.
+out: a folder of PNGs (overview, attention, attention_by_lag, forecast, horizon when forecasting
+several steps, backtest when the backtest is on) and ``summary.md``. No torch here: arrays and
+CSVs only.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from attn_forecast import plots
 from attn_forecast.errors import run_cli
 from attn_forecast.io import read_json, read_npz, replace_files, write_text
 from attn_forecast.params import Params, load_params
-from attn_forecast.report import summary_markdown
+from attn_forecast.report import forecasters, summary_markdown
 from attn_forecast.windows import Prepared, load_prepared
 
 
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
     for name in ("prepared", "history", "predictions", "horizon", "lags", "attention",
-                 "metrics", "figures", "summary"):
+                 "metrics", "backtest", "backtest-folds", "figures", "summary"):
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
     params = load_params(args.params)
@@ -40,12 +41,19 @@ def main(argv: list[str] | None = None) -> None:
     hist = pd.read_csv(args.history)
     pred = pd.read_csv(args.predictions)
     metrics = read_json(args.metrics)
+    backtest = read_json(args.backtest)
     att = read_npz(args.attention)
     # drawn into a temporary folder that replaces the figures at the end: a failed or
     # interrupted run leaves the previous figures as they were
     with replace_files(args.figures, "*.png") as fig_dir:
         _figures(fig_dir, params, prep, hist, pred, metrics, att, args)
-    write_text(args.summary, summary_markdown(metrics, params))
+        if backtest.get("n_folds"):
+            folds = pd.read_csv(args.backtest_folds)
+            plots.backtest_errors(fig_dir / "backtest.png", folds=folds["fold"].to_numpy(),
+                                  errors={c: folds[c].to_numpy(dtype=float)
+                                          for c in folds.columns if c not in ("fold", "origin")},
+                                  dpi=params.render.dpi)
+    write_text(args.summary, summary_markdown(metrics, params, backtest))
     print(f"render: {len(list(Path(args.figures).glob('*.png')))} figures -> {args.figures}, "
           f"summary -> {args.summary}")
 
@@ -56,7 +64,7 @@ def _figures(fig_dir: Path, params: Params, prep: Prepared, hist: pd.DataFrame,
     dpi = params.render.dpi
     t_test = _time(pred["t"].to_numpy())
     has_att = att["mean"].size > 0
-    baselines = {k: v["rmse"] for k, v in metrics.items() if isinstance(v, dict) and k != "model"}
+    baselines = {k: (metrics[k] or {}).get("rmse") for k in forecasters(metrics) if k != "model"}
     plots.overview(fig_dir / "overview.png", epochs=hist["epoch"].to_numpy(),
                    train_loss=hist["train_loss"].to_numpy(),
                    val_loss=hist["val_loss"].to_numpy(dtype=float), t=t_test,

@@ -165,17 +165,18 @@ def _stage_in_process(proj, name: str):
 def test_bf16_autocast_reaches_the_forward_pass(scale, monkeypatch, precision, expect_bf16):
     """The train stage, in this process, with a spy on every Linear layer of the model it
     builds: under bf16 the layers compute in bfloat16 (autocast took effect), under fp32 not."""
+    from attn_forecast import train as train_lib
     stage = _stage_in_process(scale, precision)
     seen = set()
-    real_build = stage.build_model
+    real_build = train_lib.build_model
 
-    def spy_build(settings):
-        model = real_build(settings)
+    def spy_build(settings, *args):
+        model = real_build(settings, *args)
         for layer in model.modules():
             if isinstance(layer, torch.nn.Linear):
                 layer.register_forward_hook(lambda mod, inp, out: seen.add(out.dtype))
         return model
-    monkeypatch.setattr(stage, "build_model", spy_build)
+    monkeypatch.setattr(train_lib, "build_model", spy_build)
     run_dir = scale.path / "runs" / f"spy-{precision}"
     params = _write_params(scale, f"runs/spy-{precision}/params.yaml",
                            {"train.precision": precision, "train.epochs": 1})

@@ -4,7 +4,8 @@ Each stage is imported as a module from its file (``importlib``, so ``main`` doe
 fresh interpreter with the project's src/ on PYTHONPATH, and reports which heavy libraries
 ended up in ``sys.modules``. The data stages and render must not import torch (it costs seconds
 per stage), no stage imports scikit-learn at import time (evaluate uses it lazily, for the ridge
-baseline), and only render imports matplotlib.
+baseline; StatsForecast likewise, for ETS, Theta and ARIMA), and only render imports
+matplotlib.
 """
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ import pytest
 
 from conftest import ROOT, VENV_BIN
 
-STAGES = ["generate", "prepare", "train", "evaluate", "render"]
-NO_TORCH = {"generate", "prepare", "render"}
-HEAVY = ["torch", "sklearn", "matplotlib"]
+STAGES = ["generate", "prepare", "train", "evaluate", "backtest_train", "backtest_evaluate",
+          "render"]
+# the backtest stages import torch only when the backtest is on
+NO_TORCH = {"generate", "prepare", "render", "backtest_train", "backtest_evaluate"}
+HEAVY = ["torch", "sklearn", "matplotlib", "statsforecast"]
 
 PROBE = """
 import importlib.util, json, sys
@@ -69,6 +72,11 @@ def test_stage_does_not_import_torch(stage, imported):
 @pytest.mark.parametrize("stage", STAGES)
 def test_stage_does_not_import_sklearn(stage, imported):
     assert not imported[stage]["loaded"]["sklearn"], f"stages/{stage}.py imports sklearn"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_no_stage_imports_statsforecast_before_it_is_asked_for(stage, imported):
+    assert not imported[stage]["loaded"]["statsforecast"], stage
 
 
 @pytest.mark.parametrize("stage", STAGES)

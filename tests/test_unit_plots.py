@@ -195,3 +195,33 @@ def test_no_attention_figure(tmp_path):
     f = tmp_path / "none.png"
     plots.no_attention(f, title="Attention weights", reason="model.kind is lstm", dpi=60)
     _png(f, min_bytes=1000)
+
+
+def test_backtest_figure(tmp_path):
+    f = tmp_path / "bt.png"
+    plots.backtest_errors(f, folds=np.arange(1, 6), errors={
+        "model": np.array([.15, .2, .15, .16, .11]), "naive": np.array([.2, .26, .28, .28, .13]),
+        "mean": np.array([.9, 1.1, 1.0, .7, .3]), "ets": np.array([.15, np.nan, .2, .17, .12])},
+        dpi=60)
+    _png(f)
+
+
+def test_summary_sentences_backtest_seeds_and_failed_baselines():
+    sig = {"naive": {"statistic": -4.0, "p_value": 0.0001, "n": 60},
+           "ridge": {"statistic": -1.2, "p_value": 0.23, "n": 60},
+           "ets": {"statistic": None, "p_value": None, "n": 60}}
+    metrics = {"model": _row(), "naive": _row(rmse=0.2), "ridge": _row(rmse=0.15),
+               "ets": _row(rmse=0.16), "theta": None, "n_test": 60, "significance": sig,
+               "model_seeds": {"rmse_mean": 0.17, "rmse_std": 0.01, "rmse": [.16, .17, .18]}}
+    bt = {"n_folds": 5, "model": {"rmse_mean": 0.16, "rmse_std": 0.03, "mae_mean": 0.13,
+                                  "mase_mean": 0.74}, "theta": None,
+          "significance": {"naive": {"statistic": -3.0, "p_value": 0.002, "n": 60}}}
+    md = summary_markdown(metrics, Params(), bt)
+    assert "- better than naive, p = 0.0001" in md
+    assert "- no significant difference from ridge, p = 0.23" in md
+    assert "ets: not testable" in md
+    assert "| theta | n/a |" in md and "Not fitted (too short or constant): theta." in md
+    assert "mean of 3 seeds" in md and "0.17 +- 0.01" in md
+    assert "### Rolling-origin backtest (5 folds)" in md and "- better than naive, p = 0.002" in md
+    # the metric keys that are not forecasters get no row
+    assert "| significance |" not in md and "| model_seeds |" not in md

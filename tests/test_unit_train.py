@@ -309,3 +309,49 @@ def test_ctrl_c_names_the_epoch():
 
     with pytest.raises(Interrupted, match=r"^interrupted at epoch 4 of 50$"):
         fit(m, z, tr, NO_VAL, W, 1, TrainParams(epochs=50), progress=Stop(50, enabled=False))
+
+
+# ---------------------------------------------------------------- seed ensembles
+def test_ensemble_members_seeds_mean_and_determinism(tmp_path):
+    from attn_forecast.model import Ensemble, ModelSettings, load_checkpoint, save_checkpoint
+    from attn_forecast.train import train_model
+    z = _series()
+    tr, _, te = _ends(len(z))
+    s = ModelSettings(window=W, d_model=8, ffn_dim=16)
+    p = TrainParams(epochs=5, lr=0.01, seed=7)
+    single, _ = train_model(s, z, tr, NO_VAL, p, torch.device("cpu"), progress=False)
+    ens, results = train_model(s, z, tr, NO_VAL, p.model_copy(update={"ensemble": 3}),
+                               torch.device("cpu"), progress=False)
+    assert isinstance(ens, Ensemble) and len(ens.members) == 3 and len(results) == 3
+    # member 0 is exactly the single model; the others start from seeds 8 and 9
+    for a, b in zip(single.state_dict().values(), ens.members[0].state_dict().values()):
+        assert torch.equal(a, b)
+    assert not torch.equal(ens.members[0].embedding.weight, ens.members[1].embedding.weight)
+    x, _ = gather_windows(z, te, W, 1)
+    with torch.no_grad():
+        mean = torch.stack([m(x)[0] for m in ens.members]).mean(dim=0)
+        assert torch.allclose(ens(x)[0], mean)
+    again, _ = train_model(s, z, tr, NO_VAL, p.model_copy(update={"ensemble": 3}),
+                           torch.device("cpu"), progress=False)
+    for a, b in zip(ens.state_dict().values(), again.state_dict().values()):
+        assert torch.equal(a, b)                                    # deterministic
+    save_checkpoint(tmp_path / "e.pt", ens, {})
+    loaded, payload = load_checkpoint(tmp_path / "e.pt")
+    assert payload["members"] == 3 and isinstance(loaded, Ensemble)
+    with torch.no_grad():
+        assert torch.equal(loaded(x)[0], ens.eval()(x)[0])
+
+
+def test_progress_inside_one_long_epoch():
+    import io
+    clock, out = _FakeClock(), io.StringIO()
+    bar = Progress(1, tty=False, after=3.0, every=5.0, stream=out, clock=clock)
+    for b in range(1, 21):                      # one epoch of 20 batches, 2 s each
+        clock.now = 2.0 * b
+        bar.batch(1, 100 * b, 2000)
+    bar.update(1, 0.5, None)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("train: epoch 1/1, 200/2,000 windows")
+    assert "0:04 elapsed, 0:36 left" in lines[0]
+    # a line at 4, 10, 16, 22, 28 and 34 s (every 5 s at most), and the end of the epoch
+    assert len(lines) == 7 and lines[-1].startswith("train: epoch 1/1  loss 0.50000")

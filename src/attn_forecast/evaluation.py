@@ -1,11 +1,12 @@
 """Score a trained model and the baselines on the test windows, in the series' own units.
 
 Model-space outputs are unscaled and, for ``diff`` / ``log_return``, rebuilt into levels from
-the last actual value, so every forecaster is compared on the same targets.
+the last actual value, so every forecaster is compared on the same targets. The same function
+scores the single split and every backtest fold (a Prepared with the fold's split and scaler).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,9 @@ import torch
 from torch import nn
 
 from . import metrics as M
+from . import significance
+from . import statbaselines as S
+from .model import Ensemble
 from .train import predict
 from .windows import Prepared, gather_windows, to_levels
 
@@ -22,9 +26,11 @@ class Evaluation:
     metrics: dict
     t: np.ndarray                  # (N,) time of each window's first target
     actual: np.ndarray             # (N, H) levels
-    forecasts: dict[str, np.ndarray]  # name -> (N, H) levels, "model" first
+    forecasts: dict[str, np.ndarray | None]  # name -> (N, H) levels, "model" first; None:
+    #                                          a baseline that could not be fitted
     mean_weights: np.ndarray | None   # (L, heads, W, W) over the test windows
     example_weights: np.ndarray | None  # (L, heads, W, W) of the first test window
+    warnings: list[str] = field(default_factory=list)  # baselines that could not be fitted
 
 
 def _levels(prep: Prepared, z_pred: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -48,45 +54,91 @@ def attention_weights(model: nn.Module, z: torch.Tensor, ends: torch.Tensor, win
     return (total / len(ends)).cpu().numpy(), first
 
 
-def evaluate(prep: Prepared, model: nn.Module, *, ridge_alpha: float, season: int,
-             noise_std: float | None, device: torch.device | str = "cpu") -> Evaluation:
-    W, H, off = prep.split.window, prep.split.horizon, prep.offset
+def baseline_forecasts(prep: Prepared, names: list[str], *, ridge_alpha: float, season: int
+                       ) -> tuple[dict[str, np.ndarray | None], list[str]]:
+    """Every baseline in ``names`` on the split's test windows, fitted on its training part:
+    name -> (N, H) levels, or None (with a one-line warning) if it could not be fitted.
+    ``seasonal_naive`` runs only with a season (``evaluate.season`` > 0)."""
+    s, W, H, off = prep.split, prep.split.window, prep.split.horizon, prep.offset
+    test, train = s.ends("test"), s.ends("train")
+    first = prep.first_target_level(test)                 # (N,) level index
+    last = prep.levels[first - 1]
+    lo, hi = s.bounds("train")
+    train_levels = prep.levels[lo:hi + off]
+    out: dict[str, np.ndarray | None] = {}
+    warnings = []
+    for name in names:
+        if name == "naive":
+            out[name] = M.naive_forecast(last, H)
+        elif name == "seasonal_naive":
+            if season:
+                assert first.min() - season >= 0, "checked by preflight.check"
+                out[name] = M.seasonal_naive_forecast(prep.levels, first, H, season)
+        elif name == "mean":
+            out[name] = M.mean_forecast(train_levels, len(test), H)
+        elif name == "ridge":
+            x_tr, y_tr = gather_windows(prep.z, train, W, H)
+            x_te, _ = gather_windows(prep.z, test, W, H)
+            out[name] = _levels(prep, M.ridge_forecast(x_tr, y_tr, x_te, ridge_alpha), last)
+        else:  # ets, theta, arima: on the levels, parameters from the training part
+            try:
+                out[name] = S.forecast(name, prep.levels, hi + off, first, H, season)
+            except S.BaselineFailed as err:
+                out[name] = None
+                warnings.append(f"warning: baseline {name} could not be fitted ({err}); "
+                                "it is reported as null")
+    return out, warnings
+
+
+def _member_predictions(model: nn.Module, z: torch.Tensor, ends: torch.Tensor, W: int, H: int
+                        ) -> list[np.ndarray]:
+    members = model.members if isinstance(model, Ensemble) else [model]
+    return [predict(m, z, ends, W, H).cpu().numpy() for m in members]
+
+
+def evaluate(prep: Prepared, model: nn.Module, *, baselines: list[str], ridge_alpha: float,
+             season: int, noise_std: float | None, device: torch.device | str = "cpu",
+             weights: bool = True) -> Evaluation:
+    """Score the model and the baselines on the split's test windows; also the
+    Diebold-Mariano test of the model against each baseline, and with an ensemble the spread
+    of its members' RMSE. ``weights``: also average the attention weights (for figures)."""
+    W, H = prep.split.window, prep.split.horizon
     test = prep.split.ends("test")
-    train = prep.split.ends("train")
     first = prep.first_target_level(test)                 # (N,) level index
     idx = first[:, None] + np.arange(H)[None, :]          # (N, H)
     actual = prep.levels[idx]
     last = prep.levels[first - 1]
-    train_levels = prep.levels[:prep.split.train_end + off]
+    lo, hi = prep.split.bounds("train")
+    train_levels = prep.levels[lo:hi + prep.offset]
 
     z_dev = torch.from_numpy(prep.z).to(device)
-    z_model = predict(model, z_dev, torch.from_numpy(test).to(device), W, H).cpu().numpy()
-    x_tr, y_tr = gather_windows(prep.z, train, W, H)
-    x_te, _ = gather_windows(prep.z, test, W, H)
-    forecasts = {
-        "model": _levels(prep, z_model, last),
-        "naive": M.naive_forecast(last, H),
-    }
-    if season:
-        assert first.min() - season >= 0, "checked by preflight.check"
-        forecasts["seasonal_naive"] = M.seasonal_naive_forecast(prep.levels, first, H, season)
-    forecasts["mean"] = M.mean_forecast(train_levels, len(test), H)
-    forecasts["ridge"] = _levels(prep, M.ridge_forecast(x_tr, y_tr, x_te, ridge_alpha), last)
+    ends_dev = torch.from_numpy(test).to(device)
+    z_model = predict(model, z_dev, ends_dev, W, H).cpu().numpy()
+    base, warnings = baseline_forecasts(prep, baselines, ridge_alpha=ridge_alpha, season=season)
+    forecasts = {"model": _levels(prep, z_model, last), **base}
 
     has_signal = bool(np.isfinite(prep.signal).all())
     signal = prep.signal[idx] if has_signal else None
     noise_var = noise_std ** 2 if (has_signal and noise_std) else None
-    naive_rmse = M.rmse(actual, forecasts["naive"])
-    metrics = {name: M.score(actual, p, last, train_levels=train_levels, signal=signal,
-                             noise_var=noise_var, naive_rmse=naive_rmse)
-               for name, p in forecasts.items()}
+    naive_rmse = M.rmse(actual, M.naive_forecast(last, H))
+
+    def score(p: np.ndarray) -> dict:
+        return M.score(actual, p, last, train_levels=train_levels, signal=signal,
+                       noise_var=noise_var, naive_rmse=naive_rmse)
+    metrics: dict = {name: (score(p) if p is not None else None)
+                     for name, p in forecasts.items()}
     metrics["n_test"] = int(len(test))
+    metrics["significance"] = significance.compare(actual, forecasts, H)
+    if isinstance(model, Ensemble):
+        rmses = [M.rmse(actual, _levels(prep, zm, last))
+                 for zm in _member_predictions(model, z_dev, ends_dev, W, H)]
+        metrics["model_seeds"] = {"rmse_mean": float(np.mean(rmses)),
+                                  "rmse_std": float(np.std(rmses)), "rmse": rmses}
 
     mean_w = example_w = None
-    if getattr(model, "blocks", None) is not None:
-        mean_w, example_w = attention_weights(model, z_dev, torch.from_numpy(test).to(device),
-                                              W, H)
-    return Evaluation(metrics, prep.t[first], actual, forecasts, mean_w, example_w)
+    if weights and getattr(model, "blocks", None) is not None:
+        mean_w, example_w = attention_weights(model, z_dev, ends_dev, W, H)
+    return Evaluation(metrics, prep.t[first], actual, forecasts, mean_w, example_w, warnings)
 
 
 def lag_profile(mean_weights: np.ndarray, pooling: str) -> np.ndarray:
@@ -100,12 +152,13 @@ def lag_profile(mean_weights: np.ndarray, pooling: str) -> np.ndarray:
 def tables(ev: Evaluation, pooling: str) -> dict[str, pd.DataFrame]:
     """The evaluate stage's CSVs: first-step predictions, RMSE by steps ahead, weight by lag."""
     pred = pd.DataFrame({"t": ev.t, "actual": ev.actual[:, 0]})
-    for name, f in ev.forecasts.items():
+    fitted = {name: f for name, f in ev.forecasts.items() if f is not None}
+    for name, f in fitted.items():
         pred["predicted" if name == "model" else name] = f[:, 0]
     H = ev.actual.shape[1]
     horizon = pd.DataFrame({"step": np.arange(1, H + 1), **{
         name: [M.rmse(ev.actual[:, k], f[:, k]) for k in range(H)]
-        for name, f in ev.forecasts.items()}})
+        for name, f in fitted.items()}})
     if ev.mean_weights is not None:
         W = ev.mean_weights.shape[-1]
         lags = pd.DataFrame({"lag": np.arange(W),

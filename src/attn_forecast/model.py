@@ -122,7 +122,28 @@ class LSTMForecaster(nn.Module):
         return self.head(pooled), None
 
 
-def build_model(s: ModelSettings) -> nn.Module:
+class Ensemble(nn.Module):
+    """The mean forecast of several models with the same settings and other seeds
+    (``train.ensemble``); the attention weights it reports are the first member's."""
+
+    def __init__(self, members: list[nn.Module]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.settings = members[0].settings
+
+    @property
+    def blocks(self):  # the first member's attention blocks (None for an LSTM)
+        return getattr(self.members[0], "blocks", None)
+
+    def forward(self, x: torch.Tensor, need_weights: bool = False):
+        outs = [m(x, need_weights and i == 0) for i, m in enumerate(self.members)]
+        return torch.stack([o[0] for o in outs]).mean(dim=0), outs[0][1]
+
+
+def build_model(s: ModelSettings, members: int = 1) -> nn.Module:
+    """The model ``s`` describes; an :class:`Ensemble` of ``members`` of them if > 1."""
+    if members > 1:
+        return Ensemble([build_model(s) for _ in range(members)])
     return AttentionForecaster(s) if s.kind == "attention" else LSTMForecaster(s)
 
 
@@ -133,6 +154,7 @@ def n_parameters(model: nn.Module) -> int:
 def save_checkpoint(path: str | Path, model: nn.Module, extra: dict) -> None:
     """state_dict + settings (+ the prepare metadata) as plain data; no pickled objects."""
     payload = {"settings": model.settings.to_dict(),
+               "members": len(model.members) if isinstance(model, Ensemble) else 1,
                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                **extra}
     buf = io.BytesIO()  # a buffer names the zip's inner folder "archive", not the temp file
@@ -149,6 +171,6 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"
 
 def model_from_payload(payload: dict, device: str | torch.device = "cpu") -> nn.Module:
     """The model a loaded checkpoint describes, with its weights, in eval mode."""
-    model = build_model(ModelSettings(**payload["settings"]))
+    model = build_model(ModelSettings(**payload["settings"]), payload.get("members", 1))
     model.load_state_dict(payload["state_dict"])
     return model.to(device).eval()

@@ -6,6 +6,7 @@ and what is allowed, e.g. ``params.yaml: prepare.window must be an integer >= 1,
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -114,11 +115,27 @@ class TrainParams(_Section):
     nproc: Int = Field(1, ge=1)
     # torch intra-op threads in every stage that runs torch: auto (by the job's size) or N
     threads: AutoOrInt = "auto"
+    ensemble: Int = Field(1, ge=1)     # models with seeds seed .. seed + N - 1, mean forecast
+
+
+BASELINES = ("naive", "seasonal_naive", "mean", "ridge", "ets", "theta", "arima")
+Baseline = Literal["naive", "seasonal_naive", "mean", "ridge", "ets", "theta", "arima"]
 
 
 class EvaluateParams(_Section):
     ridge_alpha: Float = Field(1.0, ge=0)
     season: Int = Field(0, ge=0)
+    # seasonal_naive runs when season > 0; ets, theta and arima come from StatsForecast
+    baselines: list[Baseline] = Field(
+        default_factory=lambda: ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta"])
+
+
+class BacktestParams(_Section):
+    folds: Int = Field(0, ge=0)        # rolling origins; 0 = off (the single split only)
+    fold_size: Int = Field(0, ge=0)    # test targets per fold; 0 = the test part shared evenly
+    train_size: Int = Field(0, ge=0)   # 0 = expanding training part; N = the last N targets
+    gap: Int = Field(0, ge=0)          # targets between the training part and the fold's
+    jobs: AutoOrInt = "auto"           # folds trained at once; auto = the cores
 
 
 class RenderParams(_Section):
@@ -131,6 +148,7 @@ class Params(_Section):
     model: ModelParams = ModelParams()
     train: TrainParams = TrainParams()
     evaluate: EvaluateParams = EvaluateParams()
+    backtest: BacktestParams = BacktestParams()
     render: RenderParams = RenderParams()
 
 
@@ -143,6 +161,7 @@ _WHAT = {
     "bool_type": "true or false",
     "string_type": "a string",
     "model_type": "a mapping of keys",
+    "list_type": "a list",
     "value_error": "a number",
     "finite_number": "a finite number",
 }
@@ -171,6 +190,10 @@ def _one_line(err: ValidationError) -> str:
             parent = parent.model_fields[p].annotation
         known = ", ".join(parent.model_fields)
         return f"params.yaml: unknown key {key} (known keys here: {known})"
+    if typ == "literal_error" and len(loc) == 3 and loc[-1].isdigit():  # an item of a list
+        allowed = e["ctx"]["expected"].replace("' or '", "' | '").replace("', '", "' | '")
+        return (f"params.yaml: {'.'.join(loc[:-1])} may hold only {allowed}, got {got!r} "
+                f"(item {int(loc[-1]) + 1})")
     if typ == "literal_error":
         allowed = e["ctx"]["expected"].replace("' or '", "' | '").replace("', '", "' | '")
         hint = ("; interpolate was removed: it filled a gap from the next value, which can be "
@@ -203,6 +226,9 @@ def _check_combinations(p: Params) -> None:
     if p.train.patience and p.prepare.val_frac == 0:
         raise ParamsError("params.yaml: train.patience needs a validation part: set "
                           f"prepare.val_frac > 0 (got {p.prepare.val_frac}) or train.patience 0")
+    dup = sorted({b for b in p.evaluate.baselines if p.evaluate.baselines.count(b) > 1})
+    if dup:
+        raise ParamsError(f"params.yaml: evaluate.baselines lists {', '.join(dup)} twice")
     d = p.data
     if d.csv_decimal == d.csv_thousands or d.csv_decimal == d.csv_sep:
         raise ParamsError(
@@ -254,7 +280,7 @@ def load_params(path: str | Path = "params.yaml") -> Params:
 
 # ---------------------------------------------------------------- the worked example
 # Keys that say how a run executes on this machine, not what it computes.
-EXECUTION_KEYS = ("train.threads",)
+EXECUTION_KEYS = ("train.threads", "backtest.jobs")
 
 
 def source_settings() -> dict[str, Any]:
@@ -270,7 +296,8 @@ def dvc_set_args(settings: dict[str, Any]) -> list[str]:
     """``-S key=value`` arguments for ``dvc exp run`` (values in YAML, as DVC parses them)."""
     out = []
     for key, value in settings.items():
-        text = yaml.safe_dump(value, default_flow_style=True).splitlines()[0]
+        text = json.dumps(value, separators=(",", ":")) if isinstance(value, list) else \
+            yaml.safe_dump(value, default_flow_style=True).splitlines()[0]
         assert not any(c.isspace() for c in text), (key, text)  # one shell word each
         out += ["-S", f"{key}={text}"]
     return out

@@ -205,3 +205,21 @@ def horizon_errors(path, *, steps: np.ndarray, errors: dict[str, np.ndarray],
         ax.legend()
         fig.tight_layout()
         _save(fig, path, dpi)
+
+
+def backtest_errors(path, *, folds: np.ndarray, errors: dict[str, np.ndarray],
+                    units: str = "value", dpi: int = 110) -> None:
+    """RMSE of each fold of the rolling-origin backtest, the model beside every baseline
+    (a far-off baseline is left off the scale and named)."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for i, (name, err) in enumerate(errors.items()):
+            ax.plot(folds, err, marker="o", ms=4, label=name, color=color(name, i),
+                    lw=2.2 if name == "model" else 1.1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _clip_outliers(ax, {k: v[np.isfinite(v)] for k, v in errors.items()})
+        ax.set(title="Rolling-origin backtest: error per fold", xlabel="fold (origin moves on)",
+               ylabel=f"RMSE ({units})")
+        ax.legend(ncol=2)
+        fig.tight_layout()
+        _save(fig, path, dpi)

@@ -1,7 +1,11 @@
-"""The Markdown summary: the model against every baseline, with the key params."""
+"""The Markdown summary: the model against every baseline (single split and backtest), the
+significance of each difference in one sentence, and the key params."""
 from __future__ import annotations
 
 from .params import Params
+from .significance import sentence
+
+META_KEYS = ("n_test", "significance", "model_seeds", "n_folds")
 
 COLUMNS = ("rmse", "mae", "mase", "r2", "directional_accuracy", "skill_vs_naive", "signal_rmse")
 
@@ -10,8 +14,34 @@ def _cell(v) -> str:
     return "n/a" if v is None else f"{v:.4g}"
 
 
-def summary_markdown(metrics: dict, p: Params) -> str:
-    names = [k for k, v in metrics.items() if isinstance(v, dict)]
+def forecasters(metrics: dict) -> list[str]:
+    """The model and the baselines of a metrics file, in its order (None: not fitted)."""
+    return [k for k, v in metrics.items() if k not in META_KEYS and (v is None or
+                                                                      isinstance(v, dict))]
+
+
+def _significance(sig: dict) -> list[str]:
+    return [f"- {sentence(name, res)}" for name, res in sig.items()]
+
+
+def backtest_markdown(bt: dict) -> list[str]:
+    """The backtest's table (mean and spread over folds) and its pooled tests."""
+    cols = ("rmse_mean", "rmse_std", "mae_mean", "mase_mean")
+    lines = ["", f"### Rolling-origin backtest ({bt['n_folds']} folds)", "",
+             "| forecaster | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for name in forecasters(bt):
+        row = bt[name] or {}
+        label = f"**{name}**" if name == "model" else name
+        lines.append(f"| {label} | " + " | ".join(_cell(row.get(c)) for c in cols) + " |")
+    if bt.get("significance"):
+        lines += ["", "The model against each baseline, over the windows of every fold "
+                  "(Diebold-Mariano, HLN-corrected, squared error):", ""]
+        lines += _significance(bt["significance"])
+    return lines
+
+
+def summary_markdown(metrics: dict, p: Params, backtest: dict | None = None) -> str:
+    names = forecasters(metrics)
     lines = [
         "| forecaster | " + " | ".join(COLUMNS) + " |",
         "|---|" + "---:|" * len(COLUMNS),
@@ -19,6 +49,9 @@ def summary_markdown(metrics: dict, p: Params) -> str:
     for name in names:
         row = metrics[name]
         label = f"**{name}**" if name == "model" else name
+        if row is None:
+            lines.append(f"| {label} | " + " | ".join("n/a" for _ in COLUMNS) + " |")
+            continue
         lines.append(f"| {label} | " + " | ".join(_cell(row.get(c)) for c in COLUMNS) + " |")
     m = p.model
     model = (f"{m.kind}, d_model {m.d_model}, ffn {m.ffn_dim}, layers {m.n_layers}"
@@ -37,9 +70,23 @@ def summary_markdown(metrics: dict, p: Params) -> str:
                      f"{t.batch_size or 'full'}, loss {t.loss}, scheduler {t.scheduler}, "
                      f"seed {t.seed}"),
     ]
-    notes = ["", "naive's directional_accuracy is n/a: it never predicts a move."]
+    notes = [""]
+    if "naive" in names:
+        notes.append("naive's directional_accuracy is n/a: it never predicts a move.")
+    failed = [n for n in names if metrics[n] is None]
+    if failed:
+        notes.append(f"Not fitted (too short or constant): {', '.join(failed)}.")
     if m.kind != "attention":
         notes.append(f"No attention: an {m.kind} model has no attention weights to show.")
+    seeds = metrics.get("model_seeds")
+    if seeds:
+        notes.append(f"The model is the mean of {len(seeds['rmse'])} seeds; their single RMSEs: "
+                     f"{_cell(seeds['rmse_mean'])} +- {_cell(seeds['rmse_std'])}.")
+    if metrics.get("significance"):
+        notes += ["", "The model against each baseline on these windows (Diebold-Mariano, "
+                  "HLN-corrected, squared error):", ""] + _significance(metrics["significance"])
+    if backtest and backtest.get("n_folds"):
+        notes += backtest_markdown(backtest)
     return "\n".join(
         [f"### Test metrics ({metrics['n_test']} windows, original units)", ""] + lines
         + notes + ["", "| setting | value |", "|---|---|"]

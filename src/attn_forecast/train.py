@@ -14,10 +14,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import nn
 
 from .errors import Interrupted, UserInputError
+from .model import Ensemble, ModelSettings, build_model
 from .params import TrainParams
 from .windows import gather_windows
 
@@ -146,18 +148,28 @@ class Progress:
         self.printed = False
 
     def update(self, epoch: int, loss: float, val: float | None) -> None:
+        """After an epoch."""
+        v = f"  val {val:.5f}" if val is not None else ""
+        self._show(epoch, f"train: epoch {epoch}/{self.epochs}  loss {loss:.5f}{v}",
+                   final=epoch == self.epochs)
+
+    def batch(self, epoch: int, done: int, total: int) -> None:
+        """Inside an epoch (long epochs on big data): how many of its windows are done."""
+        if done < total:
+            self._show(epoch - 1 + done / total,
+                       f"train: epoch {epoch}/{self.epochs}, {done:,}/{total:,} windows")
+
+    def _show(self, epochs_done: float, text: str, final: bool = False) -> None:
         now = self.clock()
         elapsed = now - self.t0
-        if not self.enabled or elapsed < self.after:
+        if not self.enabled or elapsed < self.after or epochs_done <= 0:
             return
         gap = 0.1 if self.tty else self.every
-        if now - self.last_print < gap and epoch < self.epochs:
+        if now - self.last_print < gap and not final:
             return
         self.last_print = now
-        eta = elapsed / epoch * (self.epochs - epoch)
-        v = f"  val {val:.5f}" if val is not None else ""
-        line = (f"train: epoch {epoch}/{self.epochs}  loss {loss:.5f}{v}  "
-                f"{_clock(elapsed)} elapsed, {_clock(eta)} left")
+        eta = elapsed / epochs_done * (self.epochs - epochs_done)
+        line = f"{text}  {_clock(elapsed)} elapsed, {_clock(eta)} left"
         if self.tty:
             print(f"\r{line}", end="", file=self.stream, flush=True)
         else:
@@ -172,12 +184,16 @@ class Progress:
 
 def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.optim.Optimizer,
                  loss_fn: nn.Module, p: TrainParams, aug_gen: torch.Generator, n: int,
-                 rank: int, world: int) -> float:
-    """One pass over ``batches`` of (x, y); returns the mean training loss over n windows."""
+                 rank: int, world: int, on_batch: Callable[[int], None] | None = None
+                 ) -> float:
+    """One pass over ``batches`` of (x, y); returns the mean training loss over n windows.
+    ``on_batch(windows done)`` is called after each batch."""
     model.train()
     total = None
+    done = 0
     for x, y in batches:
         n_batch = len(x)
+        done += n_batch
         if world > 1:
             x, y = x[rank::world], y[rank::world]
         x, y = augment(x, y, p, aug_gen)
@@ -194,6 +210,8 @@ def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.op
         opt.step()
         part = loss.detach() * len(x)
         total = part if total is None else total + part
+        if on_batch is not None:
+            on_batch(done)
     if world > 1:
         torch.distributed.all_reduce(total)
     return float(total) / n  # one device sync per epoch
@@ -241,7 +259,8 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
                 gather_windows(series, train_ends[order[i:i + bs]], window, horizon)
                 for i in range(0, n, bs))
             train_loss = _train_epoch(model, step_model, batches, opt, loss_fn, p, aug_gen,
-                                      n, rank, world)
+                                      n, rank, world,
+                                      on_batch=lambda done, e=epoch: bar.batch(e, done, n))
             if not math.isfinite(train_loss):
                 bar.close()
                 raise UserInputError(f"training diverged at epoch {epoch} (loss {train_loss}); "
@@ -277,3 +296,27 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     else:
         res.best_epoch = len(res.history)
     return res
+
+
+def train_model(settings: ModelSettings, series: torch.Tensor, train_ends: torch.Tensor,
+                val_ends: torch.Tensor, p: TrainParams, device: torch.device,
+                wrap: Callable[[nn.Module], nn.Module] | None = None,
+                progress: bool | None = None, rank: int = 0, world: int = 1
+                ) -> tuple[nn.Module, list[FitResult]]:
+    """Build and fit the model (``p.ensemble`` > 1: that many members with seeds ``p.seed``,
+    ``p.seed + 1``, ...; their mean is the forecast). Each member starts from its own seed, so
+    member 0 is exactly the single model of ``ensemble: 1``. ``wrap`` makes a member's
+    forward-pass module (torch.compile, DistributedDataParallel)."""
+    members, results = [], []
+    for i in range(p.ensemble):
+        seed = p.seed + i
+        torch.manual_seed(seed)
+        np.random.seed(seed)
+        model = build_model(settings).to(device)
+        member_p = p.model_copy(update={"seed": seed}) if i else p
+        results.append(fit(model, series, train_ends, val_ends, settings.window,
+                           settings.horizon, member_p,
+                           step_model=wrap(model) if wrap else None, progress=progress,
+                           rank=rank, world=world))
+        members.append(model)
+    return (members[0] if len(members) == 1 else Ensemble(members)), results

@@ -24,7 +24,7 @@ the targets of window e is v[e + offset - 1].
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +71,8 @@ def to_levels(z: np.ndarray, last_level: np.ndarray, kind: str) -> np.ndarray:
 class Split:
     """Boundaries in model-series indices (see the module docstring): targets in
     ``[train_start, train_end)`` train, ``[train_end, val_end)`` validate and
-    ``[val_end, test_end)`` test. ``test_end`` 0 means the end of the series, ``n``."""
+    ``[val_end + gap, test_end)`` test. ``test_end`` 0 means the end of the series, ``n``.
+    A backtest fold is a Split whose test part is one fold (see backtest.py)."""
     n: int
     window: int
     horizon: int
@@ -79,12 +80,13 @@ class Split:
     val_end: int
     train_start: int = 0
     test_end: int = 0
+    gap: int = 0
 
     def bounds(self, part: str) -> tuple[int, int]:
         """The [first, end) target indices of one part."""
         return {"train": (self.train_start, self.train_end),
                 "val": (self.train_end, self.val_end),
-                "test": (self.val_end, self.test_end or self.n)}[part]
+                "test": (self.val_end + self.gap, self.test_end or self.n)}[part]
 
     def ends(self, part: str) -> np.ndarray:
         """Window ends (exclusive input end = first target index) of one part."""
@@ -229,6 +231,16 @@ def prepare(levels: np.ndarray, signal: np.ndarray, t: np.ndarray, *, window: in
     fitted = fit_scaler(z[:split.train_end], scaler)  # the train part only
     return Prepared(levels, signal, t, fitted.transform(z).astype(np.float32), split, fitted,
                     transform, dict(source or {}))
+
+
+def refit(prep: Prepared, split: Split) -> Prepared:
+    """``prep`` with another split (a backtest fold) and its scaler refitted on that split's
+    training part only: no statistic from after the fold's origin."""
+    raw = to_model_series(prep.levels, prep.transform)
+    lo, hi = split.bounds("train")
+    fitted = fit_scaler(raw[lo:hi], prep.scaler.kind)
+    return replace(prep, z=fitted.transform(raw).astype(np.float32), split=split,
+                   scaler=fitted)
 
 
 def save_prepared(out_dir: str | Path, prep: Prepared) -> None:
