@@ -42,23 +42,31 @@ def source_base(base: dict) -> dict:
 
 
 def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", "prepare",
-                                                                     "train", "evaluate")):
-    """Run the stages in-process on ``params``; returns (FitResult, metrics dict)."""
+                                                                     "train", "evaluate"),
+                 inputs: Path | None = None):
+    """Run the stages in-process on ``params``; returns (FitResult, metrics dict); with the
+    backtest stages also asked for, the backtest metrics are in ``workdir/backtest.json``.
+    ``inputs``: the folder the CSV named by data.csv_path lies in (default data/external)."""
     work = Path(workdir or tempfile.mkdtemp(prefix="attn-bench-"))
     pfile = work / "params.yaml"
     pfile.write_text(yaml.safe_dump(params, sort_keys=False))
     d = {k: str(work / v) for k, v in {
         "series": "series.csv", "prepared": "prepared", "model": "model.pt",
         "history": "history.csv", "metrics": "metrics.json", "predictions": "pred.csv",
-        "horizon": "horizon.csv", "lags": "lags.csv", "attention": "att.npz"}.items()}
+        "horizon": "horizon.csv", "lags": "lags.csv", "attention": "att.npz",
+        "folds": "backtest", "backtest": "backtest.json",
+        "backtest_plot": "backtest_folds.csv"}.items()}
     common = ["--params", str(pfile)]
     args = {
-        "generate": ["--inputs", str(INPUTS), "--out", d["series"]],
+        "generate": ["--inputs", str(inputs or INPUTS), "--out", d["series"]],
         "prepare": ["--series", d["series"], "--out", d["prepared"]],
         "train": ["--prepared", d["prepared"], "--model", d["model"], "--history", d["history"]],
         "evaluate": ["--prepared", d["prepared"], "--model", d["model"], "--metrics",
                      d["metrics"], "--predictions", d["predictions"], "--horizon", d["horizon"],
                      "--lags", d["lags"], "--attention", d["attention"]],
+        "backtest_train": ["--prepared", d["prepared"], "--out", d["folds"]],
+        "backtest_evaluate": ["--prepared", d["prepared"], "--folds", d["folds"], "--metrics",
+                              d["backtest"], "--plot", d["backtest_plot"]],
     }
     out = {}
     for name in stages:

@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> dict:
     from attn_forecast import significance  # torch and StatsForecast: only with folds
     from attn_forecast.evaluation import evaluate
     from attn_forecast.model import load_checkpoint
+    from attn_forecast.preflight import season
     from attn_forecast.runtime import choose_threads, set_threads, step_flops
     prep = load_prepared(args.prepared)
     fold_metrics, rows, actual, forecasts = [], [], [], {}
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> dict:
         set_threads(choose_threads(params.train.threads,
                                    step_flops(model.settings, len(fold.split.ends("test"))) / 3))
         ev = evaluate(fold, model, baselines=p.baselines, ridge_alpha=p.ridge_alpha,
-                      season=p.season, noise_std=params.data.noise_std, weights=False)
+                      season=season(params, prep), noise_std=params.data.noise_std,
+                      weights=False)
         for line in ev.warnings:
             print(f"fold {e['fold']}: {line}", file=sys.stderr)
         fold_metrics.append(ev.metrics)

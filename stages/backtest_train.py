@@ -51,11 +51,12 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"backtest_train: off (backtest.folds 0) -> {out}")
         return {"folds": 0, "trained": 0}
 
-    from attn_forecast.model import ModelSettings  # torch, only when there is work
+    from attn_forecast.preflight import model_settings  # torch, only when there is work
     from attn_forecast.runtime import choose_threads, cores, step_flops
-    settings = ModelSettings(window=s.window, horizon=s.horizon, **params.model.model_dump())
+    from attn_forecast.train import resolve_batch
+    settings = model_settings(params, prep)
     n_train = len(folds[-1].ends("train"))
-    bs = n_train if params.train.batch_size == 0 else min(params.train.batch_size, n_train)
+    bs = resolve_batch(params.train.batch_size, n_train)
     threads = choose_threads(params.train.threads, step_flops(settings, max(bs, 1)))
     jobs = params.backtest.jobs
     jobs = max(1, cores() // threads) if jobs == "auto" else jobs

@@ -18,6 +18,7 @@ from attn_forecast.io import write_csv, write_json, write_npz
 from attn_forecast.metrics import CSV_DIGITS, rounded
 from attn_forecast.model import load_checkpoint
 from attn_forecast.preflight import check as preflight
+from attn_forecast.preflight import season
 from attn_forecast.params import load_params
 from attn_forecast.runtime import choose_threads, set_threads, step_flops
 from attn_forecast.windows import load_prepared
@@ -42,11 +43,11 @@ def main(argv: list[str] | None = None) -> dict:
     n_test = len(prep.split.ends("test"))  # forward only: a third of a training step's work
     set_threads(choose_threads(params.train.threads, step_flops(model.settings, n_test) / 3))
     ev = evaluate(prep, model, baselines=p.baselines, ridge_alpha=p.ridge_alpha,
-                  season=p.season, noise_std=params.data.noise_std)
+                  season=season(params, prep), noise_std=params.data.noise_std)
     for line in ev.warnings:
         print(line, file=sys.stderr)
 
-    out = tables(ev, model.settings.pooling)
+    out = tables(ev, model.settings)
     W = prep.split.window
     empty = np.zeros((0, 0, W, W))
     write_npz(args.attention,

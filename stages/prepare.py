@@ -13,8 +13,8 @@ import pandas as pd
 
 from attn_forecast.data import source_settings
 from attn_forecast.errors import run_cli
-from attn_forecast.params import load_params
-from attn_forecast.windows import prepare, save_prepared
+from attn_forecast.params import check_patches, load_params
+from attn_forecast.windows import choose_auto, prepare, save_prepared
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,14 +27,22 @@ def main(argv: list[str] | None = None) -> None:
     p = params.prepare
     raw = pd.read_csv(args.series)
     t = raw["t"].to_numpy(np.float64 if raw["t"].dtype.kind in "iuf" else str)
-    prep = prepare(raw["value"].to_numpy(np.float64), raw["signal"].to_numpy(np.float64), t,
-                   window=p.window, horizon=p.horizon, test_frac=p.test_frac,
-                   val_frac=p.val_frac, scaler=p.scaler, transform=p.transform,
-                   source=source_settings(params.data))
+    levels = raw["value"].to_numpy(np.float64)
+    auto = choose_auto(levels, p.test_frac, p.val_frac, p.window,  # the training part only
+                       params.model.patch_len, params.model.patch_stride)
+    window = auto["window"]["window"] if "window" in auto else p.window
+    check_patches(window, params.model.patch_len, params.model.patch_stride)
+    prep = prepare(levels, raw["signal"].to_numpy(np.float64), t, window=window,
+                   horizon=p.horizon, test_frac=p.test_frac, val_frac=p.val_frac,
+                   scaler=p.scaler, transform=p.transform, source=source_settings(params.data),
+                   time_features=p.time_features, auto=auto)
     save_prepared(args.out, prep)
     n = prep.meta()["n_windows"]
     print(f"prepare: {n['train']} train / {n['val']} val / {n['test']} test windows of "
-          f"{p.window} -> {p.horizon}, scaler {p.scaler}, transform {p.transform} -> {args.out}")
+          f"{window} -> {p.horizon}, scaler {p.scaler}, transform {p.transform} -> {args.out}")
+    print(f"prepare: season of the training part: {auto['season']['season'] or 'none'} "
+          f"({auto['season']['reason']})"
+          + (f"; window {window} ({auto['window']['reason']})" if "window" in auto else ""))
 
 
 if __name__ == "__main__":

@@ -64,19 +64,25 @@ def _figures(fig_dir: Path, params: Params, prep: Prepared, hist: pd.DataFrame,
     dpi = params.render.dpi
     t_test = _time(pred["t"].to_numpy())
     has_att = att["mean"].size > 0
+    labels = None
+    if has_att:
+        lags = pd.read_csv(args.lags)
+        labels = plots.token_labels(lags["lag"].to_numpy(), lags["lag_oldest"].to_numpy())
     baselines = {k: (metrics[k] or {}).get("rmse") for k in forecasters(metrics) if k != "model"}
     plots.overview(fig_dir / "overview.png", epochs=hist["epoch"].to_numpy(),
                    train_loss=hist["train_loss"].to_numpy(),
                    val_loss=hist["val_loss"].to_numpy(dtype=float), t=t_test,
                    actual=pred["actual"].to_numpy(), predicted=pred["predicted"].to_numpy(),
                    weights=att["example"][-1].mean(axis=0) if has_att else None,
-                   baselines=baselines, model_rmse=metrics["model"]["rmse"], dpi=dpi)
+                   baselines=baselines, model_rmse=metrics["model"]["rmse"], dpi=dpi,
+                   labels=labels)
     if has_att:
-        plots.attention_maps(fig_dir / "attention.png", mean_weights=att["mean"],
-                             example_weights=att["example"], dpi=dpi)
         lags = pd.read_csv(args.lags)
+        plots.attention_maps(fig_dir / "attention.png", mean_weights=att["mean"],
+                             example_weights=att["example"], dpi=dpi, labels=labels)
         plots.attention_by_lag(fig_dir / "attention_by_lag.png", lags=lags["lag"].to_numpy(),
-                               weight=lags["weight"].to_numpy(), dpi=dpi)
+                               weight=lags["weight"].to_numpy(),
+                               lag_oldest=lags["lag_oldest"].to_numpy(), dpi=dpi)
     else:
         reason = f"model.kind is {params.model.kind}: it has no attention weights to show"
         for name, title in (("attention", "Attention weights"),

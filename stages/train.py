@@ -21,12 +21,14 @@ from attn_forecast.cpu import unpin_torch
 from attn_forecast.errors import run_cli
 from attn_forecast.io import write_csv
 from attn_forecast.metrics import CSV_DIGITS
-from attn_forecast.model import ModelSettings, n_parameters, save_checkpoint
+from attn_forecast.model import n_parameters, save_checkpoint
 from attn_forecast.params import load_params
 from attn_forecast.preflight import check as preflight
+from attn_forecast.preflight import model_settings
 from attn_forecast.runtime import (choose_threads, cores, distributed, full_batch_warning,
                                    set_threads, step_flops)
-from attn_forecast.train import FitResult, check_runtime, select_device, train_model
+from attn_forecast.train import (FitResult, check_runtime, resolve_batch, select_device,
+                                 train_model)
 from attn_forecast.windows import load_prepared
 
 
@@ -47,23 +49,23 @@ def main(argv: list[str] | None = None) -> FitResult | None:
     check_runtime(p, device)
     dist = distributed(p.nproc, device, __file__, sys.argv[1:] if argv is None else argv)
 
-    settings = ModelSettings(window=prep.split.window, horizon=prep.split.horizon,
-                             **params.model.model_dump())
+    settings = model_settings(params, prep)
     n_train = len(prep.split.ends("train"))
-    batch = n_train if p.batch_size == 0 else min(p.batch_size, n_train)
+    batch = resolve_batch(p.batch_size, n_train)
     threads = choose_threads(p.threads, step_flops(settings, batch),
                              max(1, cores() // dist.world))
     set_threads(threads)
-    warning = full_batch_warning(settings, n_train, p.batch_size)
+    warning = full_batch_warning(settings, n_train, batch)
     if warning and dist.rank == 0:
         print(warning, file=sys.stderr)
     z = torch.from_numpy(prep.z).to(dist.device)
+    cal = torch.from_numpy(prep.cal).to(dist.device) if prep.cal is not None else None
     ends = {part: torch.from_numpy(prep.split.ends(part)).to(dist.device)
             for part in ("train", "val")}
     try:
         model, results = train_model(settings, z, ends["train"], ends["val"], p, dist.device,
                                      wrap=dist.wrapper(p.compile), rank=dist.rank,
-                                     world=dist.world)
+                                     world=dist.world, cal=cal)
     finally:
         dist.close()
     res = results[0]

@@ -74,5 +74,5 @@ def test_evaluation_reports_a_failed_baseline_as_null_with_a_warning():
     assert ev.warnings == ["warning: baseline ets could not be fitted (NotImplementedError: "
                            "tiny datasets); it is reported as null"]
     assert "ets" not in ev.metrics["significance"]
-    tables = evaluation.tables(ev, "last")
+    tables = evaluation.tables(ev, ModelSettings(window=2, d_model=8, ffn_dim=8))
     assert "ets" not in tables["predictions"] and "theta" in tables["predictions"]

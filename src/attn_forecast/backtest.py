@@ -86,7 +86,8 @@ def train_fold(prepared_dir: str, split_dict: dict, params_dict: dict, out: str,
     in a worker process, which imports torch itself."""
     import torch
 
-    from .model import ModelSettings, save_checkpoint
+    from .model import save_checkpoint
+    from .preflight import model_settings
     from .runtime import set_threads
     from .train import select_device, train_model
     from .windows import load_prepared, refit
@@ -96,12 +97,12 @@ def train_fold(prepared_dir: str, split_dict: dict, params_dict: dict, out: str,
     set_threads(threads)
     prep = refit(load_prepared(prepared_dir), Split(**split_dict))
     device = select_device(p.device)
-    settings = ModelSettings(window=prep.split.window, horizon=prep.split.horizon,
-                             **params.model.model_dump())
+    settings = model_settings(params, prep)
     z = torch.from_numpy(prep.z).to(device)
+    cal = torch.from_numpy(prep.cal).to(device) if prep.cal is not None else None
     ends = {part: torch.from_numpy(prep.split.ends(part)).to(device) for part in ("train", "val")}
     model, results = train_model(settings, z, ends["train"], ends["val"], p, device,
-                                 progress=False)
+                                 progress=False, cal=cal)
     save_checkpoint(out, model, {"prepare": prep.meta(), "fold_key": key,
                                  "best_epoch": results[0].best_epoch,
                                  "history": results[0].history})

@@ -16,9 +16,9 @@ from torch import nn
 from . import metrics as M
 from . import significance
 from . import statbaselines as S
-from .model import Ensemble
+from .model import Ensemble, ModelSettings
 from .train import predict
-from .windows import Prepared, gather_windows, to_levels
+from .windows import Prepared, gather_calendar, gather_windows, to_levels
 
 
 @dataclass
@@ -39,13 +39,15 @@ def _levels(prep: Prepared, z_pred: np.ndarray, last: np.ndarray) -> np.ndarray:
 
 @torch.no_grad()
 def attention_weights(model: nn.Module, z: torch.Tensor, ends: torch.Tensor, window: int,
-                      horizon: int, batch: int = 2048):
-    """Mean weights over the windows and the first window's, both (L, heads, W, W)."""
+                      horizon: int, batch: int = 2048, cal: torch.Tensor | None = None):
+    """Mean weights over the windows and the first window's, both (L, heads, T, T): T tokens
+    (one per step, or one per patch)."""
     model.eval()
     total, first = None, None
     for i in range(0, len(ends), batch):
         x, _ = gather_windows(z, ends[i:i + batch], window, horizon)
-        _, weights = model(x, need_weights=True)
+        _, weights = model(x, need_weights=True,
+                           cal=gather_calendar(cal, ends[i:i + batch], window, horizon))
         w = torch.stack(weights, dim=1)  # (B, L, heads, W, W)
         if first is None:
             first = w[0].double().cpu().numpy()
@@ -90,10 +92,10 @@ def baseline_forecasts(prep: Prepared, names: list[str], *, ridge_alpha: float, 
     return out, warnings
 
 
-def _member_predictions(model: nn.Module, z: torch.Tensor, ends: torch.Tensor, W: int, H: int
-                        ) -> list[np.ndarray]:
+def _member_predictions(model: nn.Module, z: torch.Tensor, ends: torch.Tensor, W: int, H: int,
+                        cal: torch.Tensor | None) -> list[np.ndarray]:
     members = model.members if isinstance(model, Ensemble) else [model]
-    return [predict(m, z, ends, W, H).cpu().numpy() for m in members]
+    return [predict(m, z, ends, W, H, cal=cal).cpu().numpy() for m in members]
 
 
 def evaluate(prep: Prepared, model: nn.Module, *, baselines: list[str], ridge_alpha: float,
@@ -112,8 +114,9 @@ def evaluate(prep: Prepared, model: nn.Module, *, baselines: list[str], ridge_al
     train_levels = prep.levels[lo:hi + prep.offset]
 
     z_dev = torch.from_numpy(prep.z).to(device)
+    cal = torch.from_numpy(prep.cal).to(device) if prep.cal is not None else None
     ends_dev = torch.from_numpy(test).to(device)
-    z_model = predict(model, z_dev, ends_dev, W, H).cpu().numpy()
+    z_model = predict(model, z_dev, ends_dev, W, H, cal=cal).cpu().numpy()
     base, warnings = baseline_forecasts(prep, baselines, ridge_alpha=ridge_alpha, season=season)
     forecasts = {"model": _levels(prep, z_model, last), **base}
 
@@ -131,13 +134,13 @@ def evaluate(prep: Prepared, model: nn.Module, *, baselines: list[str], ridge_al
     metrics["significance"] = significance.compare(actual, forecasts, H)
     if isinstance(model, Ensemble):
         rmses = [M.rmse(actual, _levels(prep, zm, last))
-                 for zm in _member_predictions(model, z_dev, ends_dev, W, H)]
+                 for zm in _member_predictions(model, z_dev, ends_dev, W, H, cal)]
         metrics["model_seeds"] = {"rmse_mean": float(np.mean(rmses)),
                                   "rmse_std": float(np.std(rmses)), "rmse": rmses}
 
     mean_w = example_w = None
     if weights and getattr(model, "blocks", None) is not None:
-        mean_w, example_w = attention_weights(model, z_dev, ends_dev, W, H)
+        mean_w, example_w = attention_weights(model, z_dev, ends_dev, W, H, cal=cal)
     return Evaluation(metrics, prep.t[first], actual, forecasts, mean_w, example_w, warnings)
 
 
@@ -149,8 +152,18 @@ def lag_profile(mean_weights: np.ndarray, pooling: str) -> np.ndarray:
     return rows.mean(axis=0)[::-1]
 
 
-def tables(ev: Evaluation, pooling: str) -> dict[str, pd.DataFrame]:
-    """The evaluate stage's CSVs: first-step predictions, RMSE by steps ahead, weight by lag."""
+def token_lags(settings: ModelSettings) -> tuple[np.ndarray, np.ndarray]:
+    """The lags (0 = the newest input) each token covers, newest token first: (newest lag,
+    oldest lag) per token; equal for one token per step."""
+    W = settings.window
+    steps = settings.token_steps()[::-1]
+    return (np.array([W - 1 - last for _, last in steps]),
+            np.array([W - 1 - first for first, _ in steps]))
+
+
+def tables(ev: Evaluation, settings: ModelSettings) -> dict[str, pd.DataFrame]:
+    """The evaluate stage's CSVs: first-step predictions, RMSE by steps ahead, weight by lag
+    (``lag`` .. ``lag_oldest``: the lags a token covers; one lag per token without patches)."""
     pred = pd.DataFrame({"t": ev.t, "actual": ev.actual[:, 0]})
     fitted = {name: f for name, f in ev.forecasts.items() if f is not None}
     for name, f in fitted.items():
@@ -160,9 +173,9 @@ def tables(ev: Evaluation, pooling: str) -> dict[str, pd.DataFrame]:
         name: [M.rmse(ev.actual[:, k], f[:, k]) for k in range(H)]
         for name, f in fitted.items()}})
     if ev.mean_weights is not None:
-        W = ev.mean_weights.shape[-1]
-        lags = pd.DataFrame({"lag": np.arange(W),
-                             "weight": lag_profile(ev.mean_weights, pooling)})
+        newest, oldest = token_lags(settings)
+        lags = pd.DataFrame({"lag": newest, "lag_oldest": oldest,
+                             "weight": lag_profile(ev.mean_weights, settings.pooling)})
     else:
-        lags = pd.DataFrame({"lag": [], "weight": []})
+        lags = pd.DataFrame({"lag": [], "lag_oldest": [], "weight": []})
     return {"predictions": pred, "horizon": horizon, "lags": lags}

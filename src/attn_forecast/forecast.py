@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .calendar import time_features
 from .data import read_csv_series
 from .errors import UserInputError, run_cli
 from .io import write_csv
@@ -25,9 +26,18 @@ from .windows import Scaler, to_levels, to_model_series, transform_offset
 
 
 def forecast_levels(model: torch.nn.Module, meta: dict, levels: np.ndarray,
-                    steps: int) -> np.ndarray:
-    """The next ``steps`` levels after ``levels``, recursively in chunks of the horizon."""
-    window, kind = meta["window"], meta["transform"]
+                    steps: int, times: np.ndarray | None = None) -> np.ndarray:
+    """The next ``steps`` levels after ``levels``, recursively in chunks of the horizon.
+    A model with calendar inputs also needs the series' ``times`` (ISO 8601)."""
+    window, kind, horizon = meta["window"], meta["transform"], meta["horizon"]
+    names = meta.get("time_features") or []
+    cal = None
+    if names:
+        if times is None:
+            raise UserInputError("this model takes calendar features "
+                                 f"({', '.join(names)}): give the series' time column")
+        future = next_times(np.asarray(times), steps + horizon)
+        cal = time_features(np.concatenate([np.asarray(times).astype(str), future]), names)
     scaler = Scaler(**meta["scaler"])
     need = window + transform_offset(kind)
     if len(levels) < need:
@@ -41,7 +51,12 @@ def forecast_levels(model: torch.nn.Module, meta: dict, levels: np.ndarray,
         while len(out) < steps:
             z = scaler.transform(to_model_series(hist[-need:], kind))[-window:]
             x = torch.tensor(z, dtype=torch.float32)[None, :]
-            z_pred = scaler.inverse(model(x)[0].double().numpy())
+            c = None
+            if cal is not None:  # the inputs' time stamps and the next H targets'
+                n = len(hist)
+                c = (torch.from_numpy(cal[n - window:n])[None],
+                     torch.from_numpy(cal[n:n + horizon])[None])
+            z_pred = scaler.inverse(model(x, cal=c)[0].double().numpy())
             new = to_levels(z_pred, hist[-1:], kind)[0]
             out.extend(new.tolist())
             hist = np.concatenate([hist, new])
@@ -130,7 +145,8 @@ def main(argv: list[str] | None = None) -> None:
                                ("thousands", ""), ("missing", "error"))}
     model = model_from_payload(payload)
     series = read_csv_series(args.csv, keys=FLAGS, **read)
-    values = forecast_levels(model, payload["prepare"], series["value"].to_numpy(), args.steps)
+    values = forecast_levels(model, payload["prepare"], series["value"].to_numpy(), args.steps,
+                             series["t"].to_numpy())
     write_csv(args.out, pd.DataFrame({"step": np.arange(1, args.steps + 1),
                                       "time": next_times(series["t"].to_numpy(), args.steps),
                                       "forecast": values}))

@@ -5,10 +5,26 @@ plain data, saved in the checkpoint beside the ``state_dict``.
 
 Attention model, with the defaults being the source's model (5,313 parameters)::
 
-    x (B, W) -> Linear(1, d) -> + positions -> [block] x n_layers -> pool -> head -> (B, H)
+    x (B, W) -> [instance norm] -> tokens -> Linear(P + C, d) -> + positions
+             -> [block] x n_layers -> pool -> head -> [undo instance norm] -> (B, H)
+    tokens: one per step (P = 1, the source), or patches of P steps every S steps (PatchTST)
     block, residual off:  x = attn(x)                     (the source: no norm, no skip)
     block, residual on:   x = x + attn(LN(x));  x = x + FFN(LN(x))          (pre-norm)
-    head:  Linear(d, ffn_dim) -> ReLU -> Linear(ffn_dim, H)
+    head:  Linear(d + H * C, ffn_dim) -> ReLU -> Linear(ffn_dim, H)
+    highway (optional): + Linear(W, H) of the (normalized) window, added to the head's output
+
+Instance norm (``instance_norm``): ``revin`` normalizes each window by its own mean and std
+(with a learned affine if ``revin_affine``) and maps the output back (Kim et al., RevIN);
+``last`` subtracts the window's last value and adds it back (NLinear); ``seasonal`` also
+subtracts the last value but adds back, for each step, the value one season before it, so the
+model learns the change from seasonal naive. Each lets a model trained on one level forecast at
+another (a trend carries the test part past every training value).
+
+Calendar features (C of them, ``prepare.time_features``) enter with each token (of its newest
+step) and, for the target times, beside the pooled vector. The highway (LSTNet's
+autoregressive component, Lai et al. 2018) adds a linear forecast from the window, so the
+attention part models what a linear autoregression misses; on short series it keeps the model
+from doing worse than its linear part.
 """
 from __future__ import annotations
 
@@ -37,9 +53,71 @@ class ModelSettings:
     residual: bool = False
     pooling: str = "last"
     dropout: float = 0.0
+    instance_norm: str = "none"    # none | revin | last
+    revin_affine: bool = True
+    patch_len: int = 0             # 0: one token per step
+    patch_stride: int = 0          # 0: patch_len (patches side by side)
+    n_time_features: int = 0       # calendar inputs per time step (sin/cos pairs)
+    season: int = 0                # instance_norm seasonal: the period (steps)
+    highway: bool = False          # + a linear map of the window (LSTNet's autoregressive path)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def patch(self) -> tuple[int, int]:
+        """(P, S): steps per token and between tokens; (1, 1) is one token per step."""
+        p = self.patch_len or 1
+        return p, (self.patch_stride or p) if self.patch_len else 1
+
+    @property
+    def n_tokens(self) -> int:
+        p, stride = self.patch
+        return (self.window - p) // stride + 1
+
+    def token_steps(self) -> list[tuple[int, int]]:
+        """Input steps [first, last] each token covers (0 = the oldest step)."""
+        p, stride = self.patch
+        return [(i * stride, i * stride + p - 1) for i in range(self.n_tokens)]
+
+
+class InstanceNorm(nn.Module):
+    """Reversible per-window normalization of the values: ``revin`` (mean and std of the
+    window, learned affine optional), ``last`` (minus the window's last value), or
+    ``seasonal`` (minus the last value on the way in; on the way out each step is added to the
+    value one season before it, so the model forecasts the change from seasonal naive)."""
+
+    def __init__(self, kind: str, affine: bool, eps: float = 1e-5, season: int = 0,
+                 horizon: int = 1) -> None:
+        super().__init__()
+        self.kind, self.eps, self.season, self.horizon = kind, eps, season, horizon
+        self.affine = affine and kind == "revin"
+        if self.affine:
+            self.gamma = nn.Parameter(torch.ones(1))
+            self.beta = nn.Parameter(torch.zeros(1))
+
+    def normalize(self, x: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+        """x (B, W) -> normalized x and the statistics to undo it with."""
+        if self.kind == "last":
+            center = x[:, -1:]
+            return x - center, (center, None)
+        if self.kind == "seasonal":  # step h's anchor: the value one season before it
+            W, m = x.shape[1], self.season
+            anchor = x[:, W - m:W - m + self.horizon]                 # (B, H), H <= m
+            return x - x[:, -1:], (anchor, None)
+        center = x.mean(dim=1, keepdim=True)                        # (B, 1)
+        scale = torch.sqrt(x.var(dim=1, keepdim=True, unbiased=False) + self.eps)
+        out = (x - center) / scale
+        return (out * self.gamma + self.beta if self.affine else out), (center, scale)
+
+    def denormalize(self, y: torch.Tensor, stats: tuple) -> torch.Tensor:
+        """The model's output (B, H) back in the window's own level and spread."""
+        center, scale = stats
+        if self.kind in ("last", "seasonal"):
+            return y + center
+        if self.affine:
+            y = (y - self.beta) / (self.gamma + self.eps * self.eps)
+        return y * scale + center
 
 
 def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
@@ -53,8 +131,16 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
     return pe.float()
 
 
-def _head(d_model: int, ffn_dim: int, horizon: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(d_model, ffn_dim), nn.ReLU(), nn.Linear(ffn_dim, horizon))
+def _head(s: ModelSettings) -> nn.Sequential:
+    width = s.d_model + s.horizon * s.n_time_features  # + the target times' calendar
+    return nn.Sequential(nn.Linear(width, s.ffn_dim), nn.ReLU(), nn.Linear(s.ffn_dim, s.horizon))
+
+
+def _with_future(pooled: torch.Tensor, cal: tuple | None) -> torch.Tensor:
+    """The pooled (B, d) vector beside the target times' calendar features (B, H * C)."""
+    if cal is None:
+        return pooled
+    return torch.cat([pooled, cal[1].flatten(1)], dim=1)
 
 
 class Block(nn.Module):
@@ -82,28 +168,51 @@ class AttentionForecaster(nn.Module):
     def __init__(self, s: ModelSettings) -> None:
         super().__init__()
         self.settings = s
+        p, _ = s.patch
+        T = s.n_tokens
         # creation order = the source's, so a seed gives the source's initial weights
-        self.embedding = nn.Linear(1, s.d_model)
+        self.embedding = nn.Linear(p + s.n_time_features, s.d_model)
         if s.positional == "learned":
-            self.pos = nn.Parameter(torch.randn(s.window, s.d_model) * 0.02)
+            self.pos = nn.Parameter(torch.randn(T, s.d_model) * 0.02)
         else:
-            pe = sinusoidal_positions(s.window, s.d_model) if s.positional == "sinusoidal" \
-                else torch.zeros(s.window, s.d_model)
+            pe = sinusoidal_positions(T, s.d_model) if s.positional == "sinusoidal" \
+                else torch.zeros(T, s.d_model)
             self.register_buffer("pos", pe, persistent=False)
         self.blocks = nn.ModuleList(Block(s) for _ in range(s.n_layers))
         self.norm = nn.LayerNorm(s.d_model) if s.residual else nn.Identity()
-        self.head = _head(s.d_model, s.ffn_dim, s.horizon)
+        self.head = _head(s)
+        self.inorm = InstanceNorm(s.instance_norm, s.revin_affine, season=s.season,
+                                  horizon=s.horizon) if s.instance_norm != "none" else None
+        self.highway = nn.Linear(s.window, s.horizon) if s.highway else None
 
-    def forward(self, x: torch.Tensor, need_weights: bool = False):
-        """x (B, W) -> prediction (B, H), and per layer the weights (B, heads, W, W)."""
-        h = self.embedding(x.unsqueeze(-1)) + self.pos  # (B, W, d)
+    def tokens(self, x: torch.Tensor, cal: tuple | None) -> torch.Tensor:
+        """(B, W) values [+ (B, W, C) calendar] -> (B, T, P + C) token inputs."""
+        p, stride = self.settings.patch
+        tok = x.unfold(1, p, stride) if p > 1 else x.unsqueeze(-1)  # (B, T, P)
+        if cal is not None:  # each token carries its newest step's calendar
+            last = torch.arange(p - 1, x.shape[1], stride, device=x.device)
+            tok = torch.cat([tok, cal[0][:, last]], dim=-1)
+        return tok
+
+    def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None):
+        """x (B, W) -> prediction (B, H), and per layer the weights (B, heads, T, T).
+        ``cal``: (inputs (B, W, C), targets (B, H, C)) calendar features, or None."""
+        stats = None
+        if self.inorm is not None:
+            x, stats = self.inorm.normalize(x)
+        h = self.embedding(self.tokens(x, cal)) + self.pos  # (B, T, d)
         weights = []
         for block in self.blocks:
             h, w = block(h, need_weights)
             weights.append(w)
         h = self.norm(h)
         pooled = h[:, -1] if self.settings.pooling == "last" else h.mean(dim=1)  # (B, d)
-        return self.head(pooled), (weights if need_weights else None)
+        y = self.head(_with_future(pooled, cal))
+        if self.highway is not None:
+            y = y + self.highway(x)
+        if stats is not None:
+            y = self.inorm.denormalize(y, stats)
+        return y, (weights if need_weights else None)
 
 
 class LSTMForecaster(nn.Module):
@@ -112,14 +221,26 @@ class LSTMForecaster(nn.Module):
     def __init__(self, s: ModelSettings) -> None:
         super().__init__()
         self.settings = s
-        self.lstm = nn.LSTM(1, s.d_model, num_layers=s.n_layers, batch_first=True,
-                            dropout=s.dropout if s.n_layers > 1 else 0.0)
-        self.head = _head(s.d_model, s.ffn_dim, s.horizon)
+        self.lstm = nn.LSTM(1 + s.n_time_features, s.d_model, num_layers=s.n_layers,
+                            batch_first=True, dropout=s.dropout if s.n_layers > 1 else 0.0)
+        self.head = _head(s)
+        self.inorm = InstanceNorm(s.instance_norm, s.revin_affine, season=s.season,
+                                  horizon=s.horizon) if s.instance_norm != "none" else None
+        self.highway = nn.Linear(s.window, s.horizon) if s.highway else None
 
-    def forward(self, x: torch.Tensor, need_weights: bool = False):
-        out, _ = self.lstm(x.unsqueeze(-1))  # (B, W, d)
+    def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None):
+        stats = None
+        if self.inorm is not None:
+            x, stats = self.inorm.normalize(x)
+        inp = x.unsqueeze(-1) if cal is None else torch.cat([x.unsqueeze(-1), cal[0]], dim=-1)
+        out, _ = self.lstm(inp)  # (B, W, d)
         pooled = out[:, -1] if self.settings.pooling == "last" else out.mean(dim=1)
-        return self.head(pooled), None
+        y = self.head(_with_future(pooled, cal))
+        if self.highway is not None:
+            y = y + self.highway(x)
+        if stats is not None:
+            y = self.inorm.denormalize(y, stats)
+        return y, None
 
 
 class Ensemble(nn.Module):
@@ -135,8 +256,8 @@ class Ensemble(nn.Module):
     def blocks(self):  # the first member's attention blocks (None for an LSTM)
         return getattr(self.members[0], "blocks", None)
 
-    def forward(self, x: torch.Tensor, need_weights: bool = False):
-        outs = [m(x, need_weights and i == 0) for i, m in enumerate(self.members)]
+    def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None):
+        outs = [m(x, need_weights and i == 0, cal) for i, m in enumerate(self.members)]
         return torch.stack([o[0] for o in outs]).mean(dim=0), outs[0][1]
 
 

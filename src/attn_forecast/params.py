@@ -35,8 +35,15 @@ def _auto_or_int(v: Any) -> Any:
     raise PydanticCustomError("described", "auto or an integer >= 1")
 
 
+def _auto_or_zero(v: Any) -> Any:
+    if v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+        return v
+    raise PydanticCustomError("described", "auto or an integer >= 0")
+
+
 Int = Annotated[int, Strict()]
 AutoOrInt = Annotated[str | int, PlainValidator(_auto_or_int)]
+AutoOrZero = Annotated[str | int, PlainValidator(_auto_or_zero)]
 Bool = Annotated[bool, Strict()]
 Float = Annotated[float, BeforeValidator(_no_bool), AllowInfNan(False)]
 
@@ -71,13 +78,18 @@ class DataParams(_Section):
     missing: Literal["error", "ffill", "drop"] = "error"  # ffill: carry the last value forward
 
 
+TIME_FEATURES = ("minute", "hour", "dayofweek", "dayofmonth", "dayofyear", "month")
+TimeFeature = Literal["minute", "hour", "dayofweek", "dayofmonth", "dayofyear", "month"]
+
+
 class PrepareParams(_Section):
-    window: Int = Field(10, ge=1)
+    window: AutoOrInt = 10              # input steps; auto: from the training part's season
     horizon: Int = Field(1, ge=1)
     test_frac: Float = Field(0.2, gt=0, lt=1)
     val_frac: Float = Field(0.0, ge=0, lt=1)
     scaler: Literal["zscore", "minmax", "none"] = "none"  # the source trains on raw values
     transform: Literal["none", "diff", "log_return"] = "none"
+    time_features: list[TimeFeature] = Field(default_factory=list)  # calendar inputs
 
 
 class ModelParams(_Section):
@@ -90,13 +102,21 @@ class ModelParams(_Section):
     residual: Bool = False
     pooling: Literal["last", "mean"] = "last"
     dropout: Float = Field(0.0, ge=0, lt=1)
+    # per-window, reversible; seasonal: the change from seasonal naive (without a season: last)
+    instance_norm: Literal["none", "revin", "last", "seasonal"] = "none"
+    revin_affine: Bool = True           # revin: learned scale and shift
+    patch_len: Int = Field(0, ge=0)     # steps per token (PatchTST); 0 = one token per step
+    patch_stride: Int = Field(0, ge=0)  # steps between tokens; 0 = patch_len
+    highway: Bool = False               # + a linear forecast from the window (LSTNet)
 
 
 class TrainParams(_Section):
     seed: Int = Field(42, ge=0)
     epochs: Int = Field(300, ge=1)
     lr: Float = Field(0.005, gt=0)
-    batch_size: Int = Field(0, ge=0)
+    batch_size: AutoOrZero = 0         # windows per step; 0 = full batch; auto: full up to
+    #                                    1,024 windows, 256 beyond (train.resolve_batch)
+    max_steps: Int = Field(0, ge=0)    # stop after this many optimizer steps (0 = epochs only)
     optimizer: Literal["adam", "adamw"] = "adam"
     weight_decay: Float = Field(0.0, ge=0)
     loss: Literal["mse", "mae", "huber"] = "mse"
@@ -107,6 +127,9 @@ class TrainParams(_Section):
     grad_clip: Float = Field(0.0, ge=0)
     patience: Int = Field(0, ge=0)
     augment_noise: Float = Field(0.0, ge=0)
+    # units of augment_noise and augment_shift: scaled (the scaled series) or moves (the std of
+    # the training part's one-step changes, so a setting means the same on any series)
+    augment_units: Literal["scaled", "moves"] = "scaled"
     augment_scale: Float = Field(0.0, ge=0, lt=1)
     augment_shift: Float = Field(0.0, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
@@ -124,7 +147,7 @@ Baseline = Literal["naive", "seasonal_naive", "mean", "ridge", "ets", "theta", "
 
 class EvaluateParams(_Section):
     ridge_alpha: Float = Field(1.0, ge=0)
-    season: Int = Field(0, ge=0)
+    season: AutoOrZero = 0               # steps; 0 = none; auto: from the training part
     # seasonal_naive runs when season > 0; ets, theta and arima come from StatsForecast
     baselines: list[Baseline] = Field(
         default_factory=lambda: ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta"])
@@ -242,12 +265,36 @@ def _check_combinations(p: Params) -> None:
     if p.model.positional == "sinusoidal" and p.model.kind == "attention" and p.model.d_model % 2:
         raise ParamsError("params.yaml: model.d_model must be even with sinusoidal positions, "
                           f"got {p.model.d_model}")
-    if p.data.kind in ("sine", "seasonal", "random_walk"):
+    m = p.model
+    if m.patch_len and m.kind != "attention":
+        raise ParamsError("params.yaml: model.patch_len needs model.kind attention, got "
+                          f"{m.kind!r}; set model.patch_len 0")
+    if m.patch_stride and not m.patch_len:
+        raise ParamsError("params.yaml: model.patch_stride needs model.patch_len > 0")
+    if m.patch_len and m.patch_stride > m.patch_len:
+        raise ParamsError(f"params.yaml: model.patch_stride ({m.patch_stride}) must be <= "
+                          f"model.patch_len ({m.patch_len}), or steps between patches are lost")
+    if p.prepare.window != "auto":
+        check_patches(p.prepare.window, m.patch_len, m.patch_stride)
+    if p.data.kind in ("sine", "seasonal", "random_walk") and p.prepare.window != "auto":
         min_points = p.prepare.window + p.prepare.horizon + 1
         if p.data.n_points < min_points:
             raise ParamsError(
                 f"params.yaml: data.n_points must be >= {min_points} for window "
                 f"{p.prepare.window} + horizon {p.prepare.horizon}, got {p.data.n_points}")
+
+
+def check_patches(window: int, patch_len: int, patch_stride: int) -> None:
+    """Patches must tile the window: the last one ends at the newest step, the first starts at
+    the oldest (so every step is in a patch)."""
+    if not patch_len:
+        return
+    stride = patch_stride or patch_len
+    if patch_len > window or (window - patch_len) % stride:
+        raise ParamsError(
+            f"params.yaml: patches of model.patch_len {patch_len} every {stride} steps must "
+            f"cover prepare.window {window} exactly: (window - patch_len) must be a multiple of "
+            "the stride")
 
 
 def parse_params(raw: Any) -> Params:

@@ -70,15 +70,24 @@ def _save(fig, path: str | Path, dpi: int) -> None:
     plt.close(fig)
 
 
-def _heatmap(ax, weights: np.ndarray, title: str, fig) -> None:
+def token_labels(newest: np.ndarray, oldest: np.ndarray) -> list[str]:
+    """Axis labels of the tokens, oldest first: the input step (t-3), or for a patch the steps
+    it covers (t-23..t-12); t is the newest input."""
+    lag = lambda k: "t" if k == 0 else f"t-{k}"  # noqa: E731
+    return [lag(a) if a == b else f"{lag(b)}..{lag(a)}"
+            for a, b in zip(newest[::-1], oldest[::-1])]
+
+
+def _heatmap(ax, weights: np.ndarray, title: str, fig, labels: list[str] | None = None) -> None:
     T = weights.shape[-1]
     im = ax.imshow(weights, cmap="viridis", vmin=0, aspect="auto")
     ticks = np.arange(T)
-    labels = [f"t-{T - 1 - i}" if i < T - 1 else "t" for i in ticks]
+    labels = labels or [f"t-{T - 1 - i}" if i < T - 1 else "t" for i in ticks]
     step = max(1, T // 10)
     ax.set_xticks(ticks[::step], labels[::step], rotation=90)
     ax.set_yticks(ticks[::step], labels[::step])
-    ax.set_xlabel("key position (input step)")
+    patches = any(".." in label for label in labels)
+    ax.set_xlabel("key position (" + ("patch of input steps" if patches else "input step") + ")")
     ax.set_ylabel("query position")
     ax.set_title(title)
     ax.grid(False)
@@ -87,7 +96,7 @@ def _heatmap(ax, weights: np.ndarray, title: str, fig) -> None:
 
 def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weights,
              baselines: dict[str, float], model_rmse: float, units: str = "value",
-             dpi: int = 110) -> None:
+             dpi: int = 110, labels: list[str] | None = None) -> None:
     """The source's 2x2 sheet: loss curve, test truth vs prediction, attention heatmap,
     residual histogram. ``weights`` (T, T) or None (a model without attention)."""
     with plt.rc_context(STYLE):
@@ -111,7 +120,8 @@ def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weight
 
         ax = axes[1, 0]
         if weights is not None:
-            _heatmap(ax, weights, "Attention weights (first test window, last layer)", fig)
+            _heatmap(ax, weights, "Attention weights (first test window, last layer)", fig,
+                     labels)
         else:
             ax.text(0.5, 0.5, "no attention in this model", ha="center", va="center")
             ax.set_axis_off()
@@ -128,7 +138,7 @@ def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weight
 
 
 def attention_maps(path, *, mean_weights: np.ndarray, example_weights: np.ndarray,
-                   dpi: int = 110) -> None:
+                   dpi: int = 110, labels: list[str] | None = None) -> None:
     """Per layer and head: the mean weights over the test windows beside one example window.
     Both arrays (L, H, T, T)."""
     L, H = mean_weights.shape[:2]
@@ -139,9 +149,9 @@ def attention_maps(path, *, mean_weights: np.ndarray, example_weights: np.ndarra
                 row = layer * H + head
                 tag = f"layer {layer + 1}, head {head + 1}"
                 _heatmap(axes[row, 0], mean_weights[layer, head],
-                         f"Mean over test windows ({tag})", fig)
+                         f"Mean over test windows ({tag})", fig, labels)
                 _heatmap(axes[row, 1], example_weights[layer, head],
-                         f"First test window ({tag})", fig)
+                         f"First test window ({tag})", fig, labels)
         fig.tight_layout()
         _save(fig, path, dpi)
 
@@ -158,15 +168,26 @@ def no_attention(path, *, title: str, reason: str, dpi: int = 110) -> None:
         _save(fig, path, dpi)
 
 
-def attention_by_lag(path, *, lags: np.ndarray, weight: np.ndarray, dpi: int = 110) -> None:
+def attention_by_lag(path, *, lags: np.ndarray, weight: np.ndarray,
+                     lag_oldest: np.ndarray | None = None, dpi: int = 110) -> None:
     """Mean attention weight each lag gets from the queries that feed the head (the last query
-    with last pooling, all of them with mean pooling); lag 0 = the newest input."""
+    with last pooling, all of them with mean pooling); lag 0 = the newest input. With patches
+    (``lag_oldest`` != ``lags``) one bar per patch, labelled by the lags it covers."""
+    patches = lag_oldest is not None and np.any(np.asarray(lag_oldest) != np.asarray(lags))
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(7, 4))
-        ax.bar(lags, weight, color=COLORS["model"], alpha=0.8)
+        if patches:
+            x = np.arange(len(lags))
+            ax.bar(x, weight, color=COLORS["model"], alpha=0.8)
+            step = max(1, len(x) // 12)
+            ax.set_xticks(x[::step], [f"{a}-{b}" for a, b in zip(lags, lag_oldest)][::step],
+                          rotation=45)
+        else:
+            ax.bar(lags, weight, color=COLORS["model"], alpha=0.8)
         ax.axhline(1 / len(lags), color="black", lw=0.8, ls=":", label="uniform attention")
-        ax.set(title="What the model looks at: attention weight by lag",
-               xlabel="lag (steps before the forecast origin; 0 = newest input)",
+        what = "patch (the lags it covers)" if patches else "lag"
+        ax.set(title=f"What the model looks at: attention weight by {what.split(' ')[0]}",
+               xlabel=f"{what}; steps before the forecast origin, 0 = newest input",
                ylabel="mean attention weight")
         ax.legend()
         fig.tight_layout()

@@ -12,9 +12,34 @@ from .params import Params
 from .windows import Prepared
 
 
+def season(p: Params, prep: Prepared) -> int:
+    """``evaluate.season``, with ``auto`` read from what prepare found in the training part."""
+    if p.evaluate.season == "auto":
+        return int(prep.auto.get("season", {}).get("season", 0))
+    return p.evaluate.season
+
+
 def check(p: Params, prep: Prepared) -> None:
     test = prep.split.ends("test")
     first_target = int(prep.first_target_level(test).min()) if len(test) else 0
-    if p.evaluate.season > first_target:
-        raise UserInputError(f"evaluate.season ({p.evaluate.season}) reaches before the start "
+    s = season(p, prep)
+    if s > first_target:
+        raise UserInputError(f"evaluate.season ({s}) reaches before the start "
                              f"of the series; it must be <= {first_target} here")
+    W, H = prep.split.window, prep.split.horizon
+    if p.model.instance_norm == "seasonal" and s and not (H <= s <= W):
+        raise UserInputError(
+            f"model.instance_norm seasonal needs a season between prepare.horizon ({H}) and "
+            f"prepare.window ({W}), got evaluate.season {s}")
+
+
+def model_settings(p: Params, prep: Prepared):
+    """The ModelSettings of ``params.model`` on this prepared data (window, horizon, calendar
+    features, season)."""
+    from .model import ModelSettings
+    s = season(p, prep)
+    model = p.model.model_dump()
+    if model["instance_norm"] == "seasonal" and not s:  # no season: the last value
+        model["instance_norm"] = "last"
+    return ModelSettings(window=prep.split.window, horizon=prep.split.horizon,
+                         n_time_features=prep.n_time_features, season=s, **model)

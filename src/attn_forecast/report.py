@@ -57,7 +57,10 @@ def summary_markdown(metrics: dict, p: Params, backtest: dict | None = None) -> 
     model = (f"{m.kind}, d_model {m.d_model}, ffn {m.ffn_dim}, layers {m.n_layers}"
              + (f", heads {m.n_heads}, {m.positional} positions, pooling {m.pooling}"
                 f"{', residual' if m.residual else ''}" if m.kind == "attention" else "")
-             + (f", dropout {m.dropout}" if m.dropout else ""))
+             + (f", dropout {m.dropout}" if m.dropout else "")
+             + (f", instance norm {m.instance_norm}" if m.instance_norm != "none" else "")
+             + (f", patches of {m.patch_len} every {m.patch_stride or m.patch_len}"
+                if m.patch_len else ""))
     t = p.train
     params = [
         ("data", f"{p.data.kind}" + (f", {p.data.n_points} points" if p.data.kind != "csv"

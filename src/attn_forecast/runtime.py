@@ -70,11 +70,12 @@ def activation_bytes(s: ModelSettings, batch: int) -> float:
     return 4.0 * batch * per_window
 
 
-def full_batch_warning(s: ModelSettings, n_windows: int, batch_size: int,
+def full_batch_warning(s: ModelSettings, n_windows: int, batch: int,
                        limit: float = 2 ** 30) -> str | None:
-    """A warning when a full batch (``batch_size`` 0) will need more than ``limit`` bytes."""
+    """A warning when a full batch (``batch`` == every window) will need more than ``limit``
+    bytes."""
     need = activation_bytes(s, n_windows)
-    if batch_size or need <= limit:
+    if batch < n_windows or need <= limit:
         return None
     return (f"warning: a full batch of {n_windows:,} windows needs about {need / 2 ** 30:.1f} "
             "GiB of memory for its activations; set train.batch_size (e.g. 256) to bound it")

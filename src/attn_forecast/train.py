@@ -21,7 +21,7 @@ from torch import nn
 from .errors import Interrupted, UserInputError
 from .model import Ensemble, ModelSettings, build_model
 from .params import TrainParams
-from .windows import gather_windows
+from .windows import gather_calendar, gather_windows
 
 
 def select_device(name: str) -> torch.device:
@@ -75,20 +75,41 @@ def make_scheduler(opt: torch.optim.Optimizer, p: TrainParams
     return sched
 
 
-def augment(x: torch.Tensor, y: torch.Tensor, p: TrainParams, gen: torch.Generator
-            ) -> tuple[torch.Tensor, torch.Tensor]:
+def augment(x: torch.Tensor, y: torch.Tensor, p: TrainParams, gen: torch.Generator,
+            unit: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
     """Training windows only: scale and shift the whole window (inputs and targets alike, as
-    if the series were scaled or shifted), then add noise to the inputs."""
+    if the series were scaled or shifted), then add noise to the inputs. ``unit`` is what one
+    unit of shift and noise is (1, or the training part's typical one-step move)."""
     if p.augment_scale:
         s = 1 + (torch.rand(x.shape[0], 1, generator=gen, device=x.device) * 2 - 1) \
             * p.augment_scale
         x, y = x * s, y * s
     if p.augment_shift:
-        b = (torch.rand(x.shape[0], 1, generator=gen, device=x.device) * 2 - 1) * p.augment_shift
+        b = (torch.rand(x.shape[0], 1, generator=gen, device=x.device) * 2 - 1) \
+            * (p.augment_shift * unit)
         x, y = x + b, y + b
     if p.augment_noise:
-        x = x + torch.randn(x.shape, generator=gen, device=x.device) * p.augment_noise
+        x = x + torch.randn(x.shape, generator=gen, device=x.device) * (p.augment_noise * unit)
     return x, y
+
+
+def move_unit(series: torch.Tensor, train_ends: torch.Tensor, window: int, horizon: int
+              ) -> float:
+    """The std of the one-step changes over the training windows' span: the unit of
+    ``train.augment_units: moves``."""
+    lo, hi = int(train_ends.min()) - window, int(train_ends.max()) + horizon
+    return float(torch.diff(series[lo:hi].double()).std())
+
+
+def resolve_batch(batch_size: int | str, n: int) -> int:
+    """``train.batch_size``: 0 = every window at once; auto = that up to
+    :data:`AUTO_FULL_BATCH` windows, else :data:`AUTO_BATCH`."""
+    if batch_size == "auto":
+        return n if n <= AUTO_FULL_BATCH else AUTO_BATCH
+    return n if batch_size == 0 else min(int(batch_size), n)
+
+
+AUTO_FULL_BATCH, AUTO_BATCH = 1024, 256
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
@@ -99,21 +120,25 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
 
 @torch.no_grad()
 def predict(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: int,
-            horizon: int, batch: int = 4096, precision: str = "fp32") -> torch.Tensor:
-    """Model-space predictions (N, H) for window ends, in batches to bound memory."""
+            horizon: int, batch: int = 4096, precision: str = "fp32",
+            cal: torch.Tensor | None = None) -> torch.Tensor:
+    """Model-space predictions (N, H) for window ends, in batches to bound memory; ``cal``
+    (n, C): the calendar features aligned with ``series``, if the model takes them."""
     model.eval()
     outs = []
     for i in range(0, len(ends), batch):
         x, _ = gather_windows(series, ends[i:i + batch], window, horizon)
+        c = gather_calendar(cal, ends[i:i + batch], window, horizon)
         with autocast(series.device, precision):
-            outs.append(model(x)[0].float())
+            outs.append(model(x, cal=c)[0].float())
     return torch.cat(outs) if outs else torch.zeros(0, horizon, device=series.device)
 
 
 @torch.no_grad()
 def evaluate_loss(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: int,
-                  horizon: int, loss_fn: nn.Module, precision: str = "fp32") -> float:
-    pred = predict(model, series, ends, window, horizon, precision=precision)
+                  horizon: int, loss_fn: nn.Module, precision: str = "fp32",
+                  cal: torch.Tensor | None = None) -> float:
+    pred = predict(model, series, ends, window, horizon, precision=precision, cal=cal)
     _, y = gather_windows(series, ends, window, horizon)
     return float(loss_fn(pred, y))
 
@@ -184,22 +209,24 @@ class Progress:
 
 def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.optim.Optimizer,
                  loss_fn: nn.Module, p: TrainParams, aug_gen: torch.Generator, n: int,
-                 rank: int, world: int, on_batch: Callable[[int], None] | None = None
-                 ) -> float:
-    """One pass over ``batches`` of (x, y); returns the mean training loss over n windows.
-    ``on_batch(windows done)`` is called after each batch."""
+                 rank: int, world: int, on_batch: Callable[[int], None] | None = None,
+                 unit: float = 1.0) -> tuple[float, int]:
+    """One pass over ``batches`` of (x, y, calendar or None); returns the mean training loss
+    over n windows and the optimizer steps taken. ``on_batch(windows done)`` is called after
+    each batch."""
     model.train()
     total = None
-    done = 0
-    for x, y in batches:
+    done = steps = 0
+    for x, y, c in batches:
         n_batch = len(x)
         done += n_batch
         if world > 1:
             x, y = x[rank::world], y[rank::world]
-        x, y = augment(x, y, p, aug_gen)
+            c = (c[0][rank::world], c[1][rank::world]) if c is not None else None
+        x, y = augment(x, y, p, aug_gen, unit)
         opt.zero_grad(set_to_none=True)
         with autocast(x.device, p.precision):
-            pred = step_model(x)[0]
+            pred = step_model(x, cal=c)[0]
         # a rank whose shard is empty still takes part in DDP's gradient all-reduce
         loss = loss_fn(pred.float(), y) if len(x) else pred.float().sum()
         # DDP averages gradients over ranks; weighting each rank's mean loss by its share
@@ -208,19 +235,20 @@ def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.op
         if p.grad_clip:
             nn.utils.clip_grad_norm_(model.parameters(), p.grad_clip)
         opt.step()
+        steps += 1
         part = loss.detach() * len(x)
         total = part if total is None else total + part
         if on_batch is not None:
             on_batch(done)
     if world > 1:
         torch.distributed.all_reduce(total)
-    return float(total) / n  # one device sync per epoch
+    return float(total) / n, steps  # one device sync per epoch
 
 
 def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
         val_ends: torch.Tensor, window: int, horizon: int, p: TrainParams,
         step_model: nn.Module | None = None, progress: bool | Progress | None = None,
-        rank: int = 0, world: int = 1) -> FitResult:
+        rank: int = 0, world: int = 1, cal: torch.Tensor | None = None) -> FitResult:
     """Train ``model`` in place on the windows ending at ``train_ends``.
 
     ``series`` (n,) and the index tensors are on the training device. With a validation part
@@ -232,7 +260,9 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     summed over ranks, so the history matches a single process up to rounding (with input
     noise, each rank draws its own).
     ``progress``: a :class:`Progress`, or whether to show the default one (default: on rank 0).
-    Raises UserInputError if the loss stops being finite, and :class:`Interrupted` (naming the
+    ``cal`` (n, C): calendar features aligned with ``series`` (the model's calendar inputs).
+    ``p.max_steps`` > 0 ends training after the epoch in which that many optimizer steps are
+    done. Raises UserInputError if the loss stops being finite, and :class:`Interrupted` (naming the
     epoch) on Ctrl-C.
     """
     step_model = model if step_model is None else step_model  # (a Module has no truth value)
@@ -243,12 +273,17 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     opt = make_optimizer(model, p)
     sched = make_scheduler(opt, p)
     n = len(train_ends)
-    bs = n if p.batch_size == 0 else min(p.batch_size, n)
-    full = gather_windows(series, train_ends, window, horizon) if bs == n else None
+    bs = resolve_batch(p.batch_size, n)
+    unit = move_unit(series, train_ends, window, horizon) if p.augment_units == "moves" else 1.0
+
+    def batch_of(ends: torch.Tensor) -> tuple:
+        return (*gather_windows(series, ends, window, horizon),
+                gather_calendar(cal, ends, window, horizon))
+    full = batch_of(train_ends) if bs == n else None
     bar = progress if isinstance(progress, Progress) else \
         Progress(p.epochs, enabled=(rank == 0) if progress is None else progress)
     res = FitResult()
-    best_val, best_state, stale = math.inf, None, 0
+    best_val, best_state, stale, steps = math.inf, None, 0, 0
     t0 = time.perf_counter()
     epoch = 0
     try:
@@ -256,11 +291,11 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
             lr = opt.param_groups[0]["lr"]
             order = torch.randperm(n, generator=gen, device=device) if full is None else None
             batches = (full,) if full is not None else (
-                gather_windows(series, train_ends[order[i:i + bs]], window, horizon)
-                for i in range(0, n, bs))
-            train_loss = _train_epoch(model, step_model, batches, opt, loss_fn, p, aug_gen,
-                                      n, rank, world,
-                                      on_batch=lambda done, e=epoch: bar.batch(e, done, n))
+                batch_of(train_ends[order[i:i + bs]]) for i in range(0, n, bs))
+            train_loss, took = _train_epoch(
+                model, step_model, batches, opt, loss_fn, p, aug_gen, n, rank, world,
+                on_batch=lambda done, e=epoch: bar.batch(e, done, n), unit=unit)
+            steps += took
             if not math.isfinite(train_loss):
                 bar.close()
                 raise UserInputError(f"training diverged at epoch {epoch} (loss {train_loss}); "
@@ -270,7 +305,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
             val_loss = None
             if len(val_ends):
                 val_loss = evaluate_loss(model, series, val_ends, window, horizon, loss_fn,
-                                         p.precision)
+                                         p.precision, cal)
                 if world > 1:  # every rank must take the same early-stopping decision
                     v = torch.tensor(val_loss, device=device)
                     torch.distributed.broadcast(v, src=0)
@@ -283,7 +318,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
             res.history.append({"epoch": epoch, "train_loss": train_loss,
                                 "val_loss": val_loss, "lr": lr})
             bar.update(epoch, train_loss, val_loss)
-            if p.patience and stale >= p.patience:
+            if (p.patience and stale >= p.patience) or (p.max_steps and steps >= p.max_steps):
                 break
     except KeyboardInterrupt:
         bar.close()
@@ -301,8 +336,8 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
 def train_model(settings: ModelSettings, series: torch.Tensor, train_ends: torch.Tensor,
                 val_ends: torch.Tensor, p: TrainParams, device: torch.device,
                 wrap: Callable[[nn.Module], nn.Module] | None = None,
-                progress: bool | None = None, rank: int = 0, world: int = 1
-                ) -> tuple[nn.Module, list[FitResult]]:
+                progress: bool | None = None, rank: int = 0, world: int = 1,
+                cal: torch.Tensor | None = None) -> tuple[nn.Module, list[FitResult]]:
     """Build and fit the model (``p.ensemble`` > 1: that many members with seeds ``p.seed``,
     ``p.seed + 1``, ...; their mean is the forecast). Each member starts from its own seed, so
     member 0 is exactly the single model of ``ensemble: 1``. ``wrap`` makes a member's
@@ -317,6 +352,6 @@ def train_model(settings: ModelSettings, series: torch.Tensor, train_ends: torch
         results.append(fit(model, series, train_ends, val_ends, settings.window,
                            settings.horizon, member_p,
                            step_model=wrap(model) if wrap else None, progress=progress,
-                           rank=rank, world=world))
+                           rank=rank, world=world, cal=cal))
         members.append(model)
     return (members[0] if len(members) == 1 else Ensemble(members)), results

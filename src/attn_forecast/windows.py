@@ -184,6 +184,21 @@ def gather_windows(series: ArrayOrTensor, ends: ArrayOrTensor, window: int, hori
     return view_x[ends - window], view_y[ends]
 
 
+def gather_calendar(cal: ArrayOrTensor | None, ends: ArrayOrTensor, window: int, horizon: int
+                    ) -> tuple[ArrayOrTensor, ArrayOrTensor] | None:
+    """Calendar features (N, W, C) of the input steps and (N, H, C) of the target steps of
+    each window, from ``cal`` (n, C) aligned with the model series; None without features."""
+    if cal is None or cal.shape[1] == 0:
+        return None
+    if isinstance(cal, np.ndarray):
+        view_x = np.lib.stride_tricks.sliding_window_view(cal, window, axis=0)
+        view_y = np.lib.stride_tricks.sliding_window_view(cal, horizon, axis=0)
+        return view_x[ends - window].transpose(0, 2, 1), view_y[ends].transpose(0, 2, 1)
+    view_x = cal.unfold(0, window, 1)   # (n - W + 1, C, W) view
+    view_y = cal.unfold(0, horizon, 1)
+    return view_x[ends - window].transpose(1, 2), view_y[ends].transpose(1, 2)
+
+
 # ---------------------------------------------------------------- the prepare stage's data
 @dataclass(frozen=True)
 class Prepared:
@@ -196,6 +211,9 @@ class Prepared:
     scaler: Scaler
     transform: str
     source: dict = field(default_factory=dict)  # how the series was read (kind, CSV options)
+    cal: np.ndarray | None = None   # (n, C) float32 calendar features, aligned with z
+    time_features: tuple = ()       # their names (prepare.time_features)
+    auto: dict = field(default_factory=dict)     # what `auto` chose, and why
 
     @property
     def offset(self) -> int:
@@ -219,18 +237,38 @@ class Prepared:
                 "transform": self.transform, "scaler": self.scaler.to_dict(),
                 "split": asdict(self.split),
                 "n_windows": {p: int(len(self.split.ends(p))) for p in ("train", "val", "test")},
-                "source": self.source}
+                "source": self.source, "time_features": list(self.time_features),
+                "auto": self.auto}
+
+    @property
+    def n_time_features(self) -> int:
+        return 0 if self.cal is None else int(self.cal.shape[1])
 
 
 def prepare(levels: np.ndarray, signal: np.ndarray, t: np.ndarray, *, window: int,
             horizon: int, test_frac: float, val_frac: float, scaler: str,
-            transform: str, source: dict | None = None) -> Prepared:
+            transform: str, source: dict | None = None, time_features: list[str] = (),
+            auto: dict | None = None) -> Prepared:
+    from .calendar import time_features as calendar
     z = to_model_series(levels, transform)
-    split = make_split(len(z), window, horizon, test_frac, val_frac,
-                       transform_offset(transform))
+    off = transform_offset(transform)
+    split = make_split(len(z), window, horizon, test_frac, val_frac, off)
     fitted = fit_scaler(z[:split.train_end], scaler)  # the train part only
+    cal = calendar(t, list(time_features))[off:] if time_features else None  # z-aligned
     return Prepared(levels, signal, t, fitted.transform(z).astype(np.float32), split, fitted,
-                    transform, dict(source or {}))
+                    transform, dict(source or {}), cal, tuple(time_features), dict(auto or {}))
+
+
+def choose_auto(levels: np.ndarray, test_frac: float, val_frac: float, window: int | str,
+                patch_len: int = 0, patch_stride: int = 0) -> dict:
+    """The season the training part shows (always recorded; ``evaluate.season: auto`` uses
+    it) and, for ``prepare.window: auto``, the window to match; each with its reason."""
+    from .seasons import detect_season, window_for
+    n_train = _cut(len(levels), 1 - test_frac - val_frac)       # training targets only
+    out = {"season": detect_season(levels[:n_train])}
+    if window == "auto":
+        out["window"] = window_for(out["season"]["season"], n_train, patch_len, patch_stride)
+    return out
 
 
 def refit(prep: Prepared, split: Split) -> Prepared:
@@ -245,12 +283,17 @@ def refit(prep: Prepared, split: Split) -> Prepared:
 
 def save_prepared(out_dir: str | Path, prep: Prepared) -> None:
     out = Path(out_dir)
-    write_npz(out / "series.npz", levels=prep.levels, signal=prep.signal, t=prep.t, z=prep.z)
+    cal = prep.cal if prep.cal is not None else np.zeros((len(prep.z), 0), dtype=np.float32)
+    write_npz(out / "series.npz", levels=prep.levels, signal=prep.signal, t=prep.t, z=prep.z,
+              cal=cal)
     write_json(out / "meta.json", prep.meta())
 
 
 def load_prepared(in_dir: str | Path) -> Prepared:
     d = Path(in_dir)
     arr, meta = read_npz(d / "series.npz"), read_json(d / "meta.json")
+    cal = arr.get("cal")
     return Prepared(arr["levels"], arr["signal"], arr["t"], arr["z"], Split(**meta["split"]),
-                    Scaler(**meta["scaler"]), meta["transform"], meta.get("source", {}))
+                    Scaler(**meta["scaler"]), meta["transform"], meta.get("source", {}),
+                    cal if cal is not None and cal.shape[1] else None,
+                    tuple(meta.get("time_features", ())), meta.get("auto", {}))

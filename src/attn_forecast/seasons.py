@@ -1,0 +1,67 @@
+"""A series' season and a window to match, from the training part's autocorrelation.
+
+``evaluate.season: auto`` and ``prepare.window: auto`` use these, on the training part only
+(the prepare stage records what was chosen, and why, in meta.json and prints it).
+
+The season is read off the autocorrelation of the one-step changes (differencing removes a
+trend, which would otherwise hold the autocorrelation high at every lag): the highest local
+maximum above the noise band, at a lag no longer than a third of the training part (so at
+least three seasons were seen). The band is the usual 95 % one (about 2 / sqrt(n)) widened for
+the number of lags tried (Bonferroni: z = Phi^-1(1 - 0.025 / lags) / sqrt(n)), since a random
+walk's changes cross 2 / sqrt(n) somewhere by chance. None: no season (0).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+MIN_WINDOW, MAX_WINDOW = 16, 512
+
+
+def autocorrelation(x: np.ndarray, max_lag: int) -> np.ndarray:
+    """Sample autocorrelation at lags 0 .. max_lag (by FFT)."""
+    x = np.asarray(x, dtype=np.float64) - np.mean(x)
+    n = len(x)
+    spec = np.fft.rfft(x, n=2 * n)
+    acov = np.fft.irfft(spec * np.conj(spec))[:max_lag + 1] / n
+    return acov / acov[0] if acov[0] > 0 else np.zeros(max_lag + 1)
+
+
+def detect_season(train_values: np.ndarray) -> dict:
+    """``{"season": lag or 0, "acf": value at it, "band": noise band, "reason": text}``."""
+    d = np.diff(np.asarray(train_values, dtype=np.float64))
+    n = len(d)
+    max_lag = n // 3
+    band = None
+    if max_lag < 2:
+        return {"season": 0, "acf": None, "band": band,
+                "reason": f"{n + 1} training values: too few to see a season"}
+    from scipy.stats import norm
+    band = float(norm.isf(0.025 / max_lag) / np.sqrt(n))
+    acf = autocorrelation(d, max_lag)
+    peaks = [k for k in range(2, max_lag) if acf[k] >= acf[k - 1] and acf[k] >= acf[k + 1]
+             and acf[k] > band]
+    if not peaks:
+        return {"season": 0, "acf": None, "band": band,
+                "reason": "no autocorrelation peak of the one-step changes above the noise band "
+                          f"({band:.3f}) up to lag {max_lag}"}
+    best = max(peaks, key=lambda k: acf[k])
+    return {"season": int(best), "acf": float(acf[best]), "band": band,
+            "reason": f"highest autocorrelation peak of the one-step changes: lag {best} "
+                      f"({acf[best]:.3f}, noise band {band:.3f})"}
+
+
+def window_for(season: int, n_train: int, patch_len: int = 0, patch_stride: int = 0) -> dict:
+    """Two seasons of context, at least 16 steps and one whole season, at most 512 steps and
+    half the training part (so that there are windows to learn from); 24 steps without a
+    season. With patches, rounded up so that they tile it."""
+    want = 2 * season if season else 24
+    low = max(MIN_WINDOW, season)
+    window = int(max(min(want, MAX_WINDOW, n_train // 2), low))
+    if patch_len:
+        stride = patch_stride or patch_len
+        window = max(window, patch_len)
+        window += -(window - patch_len) % stride
+    why = (f"two seasons of {season} steps" if season else "no season found: 24 steps") + \
+        (f", capped to {window}" if window < want else f", raised to {window}"
+         if window > want else "") + (" (patches tile it)" if patch_len else "")
+    return {"window": window, "reason": why}
