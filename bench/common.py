@@ -54,7 +54,7 @@ def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", 
         "series": "series.csv", "prepared": "prepared", "model": "model.pt",
         "history": "history.csv", "metrics": "metrics.json", "predictions": "pred.csv",
         "horizon": "horizon.csv", "lags": "lags.csv", "attention": "att.npz",
-        "folds": "backtest", "backtest": "backtest.json",
+        "calibration": "calibration.csv", "folds": "backtest", "backtest": "backtest.json",
         "backtest_plot": "backtest_folds.csv"}.items()}
     common = ["--params", str(pfile)]
     args = {
@@ -63,7 +63,8 @@ def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", 
         "train": ["--prepared", d["prepared"], "--model", d["model"], "--history", d["history"]],
         "evaluate": ["--prepared", d["prepared"], "--model", d["model"], "--metrics",
                      d["metrics"], "--predictions", d["predictions"], "--horizon", d["horizon"],
-                     "--lags", d["lags"], "--attention", d["attention"]],
+                     "--lags", d["lags"], "--attention", d["attention"],
+                     "--calibration", d["calibration"]],
         "backtest_train": ["--prepared", d["prepared"], "--out", d["folds"]],
         "backtest_evaluate": ["--prepared", d["prepared"], "--folds", d["folds"], "--metrics",
                               d["backtest"], "--plot", d["backtest_plot"]],

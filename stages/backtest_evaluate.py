@@ -36,7 +36,9 @@ def main(argv: list[str] | None = None) -> dict:
     p = params.evaluate
     entries = read_json(Path(args.folds) / "folds.json")["folds"]
     if not entries:
-        write_csv(args.plot, pd.DataFrame({"fold": [], "origin": []}))
+        # the columns dvc.yaml plots are always there, so `dvc plots` has nothing to warn about
+        write_csv(args.plot, pd.DataFrame({c: [] for c in ("fold", "origin", "model", "naive",
+                                                           "ridge")}))
         write_json(args.metrics, {"n_folds": 0})
         print(f"backtest_evaluate: off (backtest.folds 0) -> {args.metrics}")
         return {"n_folds": 0}
@@ -55,7 +57,7 @@ def main(argv: list[str] | None = None) -> dict:
                                    step_flops(model.settings, len(fold.split.ends("test"))) / 3))
         ev = evaluate(fold, model, baselines=p.baselines, ridge_alpha=p.ridge_alpha,
                       season=season(params, prep), noise_std=params.data.noise_std,
-                      weights=False)
+                      weights=False, conformal=p.conformal)
         for line in ev.warnings:
             print(f"fold {e['fold']}: {line}", file=sys.stderr)
         fold_metrics.append(ev.metrics)

@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--horizon", required=True, help="RMSE by steps ahead CSV")
     ap.add_argument("--lags", required=True, help="attention by lag CSV")
     ap.add_argument("--attention", required=True, help="attention weights npz")
+    ap.add_argument("--calibration", required=True,
+                    help="nominal vs empirical interval coverage CSV")
     args = ap.parse_args(argv)
     params = load_params(args.params)
     p = params.evaluate
@@ -43,7 +45,8 @@ def main(argv: list[str] | None = None) -> dict:
     n_test = len(prep.split.ends("test"))  # forward only: a third of a training step's work
     set_threads(choose_threads(params.train.threads, step_flops(model.settings, n_test) / 3))
     ev = evaluate(prep, model, baselines=p.baselines, ridge_alpha=p.ridge_alpha,
-                  season=season(params, prep), noise_std=params.data.noise_std)
+                  season=season(params, prep), noise_std=params.data.noise_std,
+                  conformal=p.conformal)
     for line in ev.warnings:
         print(line, file=sys.stderr)
 
@@ -53,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
     write_npz(args.attention,
               mean=ev.mean_weights if ev.mean_weights is not None else empty,
               example=ev.example_weights if ev.example_weights is not None else empty)
-    for name in ("predictions", "horizon", "lags"):
+    for name in ("predictions", "horizon", "lags", "calibration"):
         write_csv(getattr(args, name), out[name], digits=CSV_DIGITS)
     write_json(args.metrics, rounded(ev.metrics))
     m = ev.metrics

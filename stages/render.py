@@ -29,11 +29,20 @@ def _time(values: np.ndarray) -> np.ndarray:
     return pd.to_datetime(pd.Series(values.astype(str)), format="ISO8601").to_numpy()
 
 
+def model_bands(pred: pd.DataFrame) -> list[tuple]:
+    """The model's central intervals in predictions.csv: (lower, upper, percent) for each
+    pair of quantile columns predicted_qXX, predicted_q(100-XX)."""
+    levels = sorted(int(c[len("predicted_q"):]) for c in pred.columns
+                    if c.startswith("predicted_q"))
+    return [(pred[f"predicted_q{lo:02d}"].to_numpy(), pred[f"predicted_q{100 - lo:02d}"]
+             .to_numpy(), 100 - 2 * lo) for lo in levels if lo < 50 and 100 - lo in levels]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
     for name in ("prepared", "history", "predictions", "horizon", "lags", "attention",
-                 "metrics", "backtest", "backtest-folds", "figures", "summary"):
+                 "calibration", "metrics", "backtest", "backtest-folds", "figures", "summary"):
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
     params = load_params(args.params)
@@ -47,6 +56,12 @@ def main(argv: list[str] | None = None) -> None:
     # interrupted run leaves the previous figures as they were
     with replace_files(args.figures, "*.png") as fig_dir:
         _figures(fig_dir, params, prep, hist, pred, metrics, att, args)
+        cal = pd.read_csv(args.calibration)
+        coverage = {c: cal[c].to_numpy(dtype=float) for c in cal.columns
+                    if c != "nominal" and cal[c].notna().any()}
+        if coverage:
+            plots.calibration(fig_dir / "calibration.png", nominal=cal["nominal"].to_numpy(),
+                              coverage=coverage, dpi=params.render.dpi)
         if backtest.get("n_folds"):
             folds = pd.read_csv(args.backtest_folds)
             plots.backtest_errors(fig_dir / "backtest.png", folds=folds["fold"].to_numpy(),
@@ -64,6 +79,7 @@ def _figures(fig_dir: Path, params: Params, prep: Prepared, hist: pd.DataFrame,
     dpi = params.render.dpi
     t_test = _time(pred["t"].to_numpy())
     has_att = att["mean"].size > 0
+    bands = model_bands(pred)
     labels = None
     if has_att:
         lags = pd.read_csv(args.lags)
@@ -75,7 +91,7 @@ def _figures(fig_dir: Path, params: Params, prep: Prepared, hist: pd.DataFrame,
                    actual=pred["actual"].to_numpy(), predicted=pred["predicted"].to_numpy(),
                    weights=att["example"][-1].mean(axis=0) if has_att else None,
                    baselines=baselines, model_rmse=metrics["model"]["rmse"], dpi=dpi,
-                   labels=labels)
+                   labels=labels, bands=bands)
     if has_att:
         lags = pd.read_csv(args.lags)
         plots.attention_maps(fig_dir / "attention.png", mean_weights=att["mean"],
@@ -92,7 +108,7 @@ def _figures(fig_dir: Path, params: Params, prep: Prepared, hist: pd.DataFrame,
     spans = {part: (t_all[lo], t_all[hi]) for part, (lo, hi) in prep.spans().items()}
     plots.forecast(fig_dir / "forecast.png", t_all=t_all, values=prep.levels, spans=spans,
                    t_test=t_test, model=pred["predicted"].to_numpy(),
-                   naive=pred["naive"].to_numpy(), dpi=dpi)
+                   naive=pred["naive"].to_numpy(), dpi=dpi, bands=bands)
     horizon = pd.read_csv(args.horizon)
     if len(horizon) > 1:
         plots.horizon_errors(fig_dir / "horizon.png", steps=horizon["step"].to_numpy(),

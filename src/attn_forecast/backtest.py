@@ -129,4 +129,9 @@ def aggregate(fold_metrics: list[dict], names: list[str]) -> dict:
         out[name] = {"rmse_mean": m,
                      "rmse_std": float((sum((v - m) ** 2 for v in fitted) / len(fitted)) ** 0.5),
                      "mae_mean": mean(per["mae"]), "mase_mean": mean(per["mase"]), **per}
+        # interval scores, where the forecaster has intervals
+        for key in sorted({k for f in fold_metrics for k in (f.get(name) or {})
+                           if k.startswith(("coverage_", "width_", "winkler_"))
+                           or k in ("pinball", "crps")}):
+            out[name][f"{key}_mean"] = mean([(f.get(name) or {}).get(key) for f in fold_metrics])
     return out

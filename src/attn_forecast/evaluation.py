@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from . import metrics as M
+from . import quantiles as Q
 from . import significance
 from . import statbaselines as S
 from .model import Ensemble, ModelSettings
@@ -31,6 +32,8 @@ class Evaluation:
     mean_weights: np.ndarray | None   # (L, heads, W, W) over the test windows
     example_weights: np.ndarray | None  # (L, heads, W, W) of the first test window
     warnings: list[str] = field(default_factory=list)  # baselines that could not be fitted
+    quantiles: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (N, H, Q) levels
+    taus: tuple = ()                                   # their quantile levels
 
 
 def _levels(prep: Prepared, z_pred: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -92,6 +95,87 @@ def baseline_forecasts(prep: Prepared, names: list[str], *, ridge_alpha: float, 
     return out, warnings
 
 
+def calibration_ends(prep: Prepared) -> np.ndarray:
+    """The windows conformal calibration uses: the validation part, or else the last fifth of
+    the training windows (never a test window)."""
+    val = prep.split.ends("val")
+    if len(val):
+        return val
+    train = prep.split.ends("train")
+    return train[-max(1, len(train) // 5):]
+
+
+def _quantile_levels(prep: Prepared, zq: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Model-space quantiles (N, H, Q) in levels, level by level (for diff and log_return the
+    steps' quantiles are summed: exact for the first step, wider than exact after it)."""
+    return np.stack([_levels(prep, zq[..., k], last) for k in range(zq.shape[-1])], axis=-1)
+
+
+def interval_forecasts(prep: Prepared, model: nn.Module, forecasts: dict, taus, *,
+                       conformal: str, season: int, ridge_alpha: float, z: torch.Tensor,
+                       cal: torch.Tensor | None) -> dict[str, np.ndarray]:
+    """Quantile forecasts (N, H, Q) in levels on the test windows, for every forecaster that
+    has them: the model (its quantile head, or its point forecast widened by calibrated
+    residuals; split-conformal on the calibration windows when asked), naive (a Gaussian random
+    walk of the training part's one-step changes), ridge (its residual quantiles on the training
+    windows), and ETS, Theta and ARIMA (StatsForecast's own intervals)."""
+    from scipy.stats import norm
+    s, W, H = prep.split, prep.split.window, prep.split.horizon
+    test, calib = s.ends("test"), calibration_ends(prep)
+    first = prep.first_target_level(test)
+    last = prep.levels[first - 1]
+    steps = np.arange(H)
+    out: dict[str, np.ndarray] = {}
+
+    def actual(ends):
+        f = prep.first_target_level(ends)
+        return prep.levels[f[:, None] + steps[None, :]], prep.levels[f - 1]
+    y_cal, last_cal = actual(calib)
+    ends_test = torch.from_numpy(test).to(z.device)
+    ends_cal = torch.from_numpy(calib).to(z.device)
+    if model.settings.quantiles:
+        q = _quantile_levels(prep, predict(model, z, ends_test, W, H, cal=cal, quantiles=True)
+                             .cpu().numpy(), last)
+        if conformal == "split":
+            q_cal = _quantile_levels(prep, predict(model, z, ends_cal, W, H, cal=cal,
+                                                   quantiles=True).cpu().numpy(), last_cal)
+            q = Q.calibrate(q_cal, y_cal, q, taus)
+        out["model"] = q
+    elif conformal == "split":
+        point_cal = _levels(prep, predict(model, z, ends_cal, W, H, cal=cal).cpu().numpy(),
+                            last_cal)
+        out["model"] = Q.from_residuals(forecasts["model"], point_cal, y_cal, taus)
+
+    z_tau = norm.ppf(np.asarray(taus))                     # (Q,)
+    lo, hi = s.bounds("train")
+    train_levels = prep.levels[lo:hi + prep.offset]
+    if forecasts.get("naive") is not None:
+        sigma = float(np.std(np.diff(train_levels), ddof=1))
+        spread = sigma * np.sqrt(steps + 1)                # random walk: sqrt(h) growth
+        out["naive"] = forecasts["naive"][..., None] + spread[None, :, None] * z_tau
+    if forecasts.get("ridge") is not None:
+        train = s.ends("train")
+        y_tr, last_tr = actual(train)
+        x_tr, zy_tr = gather_windows(prep.z, train, W, H)
+        fit_tr = _levels(prep, M.ridge_forecast(x_tr, zy_tr, x_tr, ridge_alpha), last_tr)
+        resid = np.quantile(y_tr - fit_tr, taus, axis=0)   # (Q, H) per step
+        out["ridge"] = forecasts["ridge"][..., None] + resid.T[None, :, :]
+    pairs = Q.intervals(taus)
+    for name in ("ets", "theta", "arima"):
+        if forecasts.get(name) is None:
+            continue
+        try:
+            mean, bands = S.forecast(name, prep.levels, hi + prep.offset, first, H, season,
+                                     [pct for _, _, pct in pairs])
+        except S.BaselineFailed:
+            continue
+        q = np.repeat(mean[..., None], len(taus), axis=-1)
+        for lo_i, hi_i, pct in pairs:
+            q[..., lo_i], q[..., hi_i] = bands[pct]
+        out[name] = q
+    return out
+
+
 def _member_predictions(model: nn.Module, z: torch.Tensor, ends: torch.Tensor, W: int, H: int,
                         cal: torch.Tensor | None) -> list[np.ndarray]:
     members = model.members if isinstance(model, Ensemble) else [model]
@@ -100,10 +184,12 @@ def _member_predictions(model: nn.Module, z: torch.Tensor, ends: torch.Tensor, W
 
 def evaluate(prep: Prepared, model: nn.Module, *, baselines: list[str], ridge_alpha: float,
              season: int, noise_std: float | None, device: torch.device | str = "cpu",
-             weights: bool = True) -> Evaluation:
+             weights: bool = True, conformal: str = "none") -> Evaluation:
     """Score the model and the baselines on the split's test windows; also the
-    Diebold-Mariano test of the model against each baseline, and with an ensemble the spread
-    of its members' RMSE. ``weights``: also average the attention weights (for figures)."""
+    Diebold-Mariano test of the model against each baseline, with an ensemble the spread of
+    its members' RMSE, and with quantiles (a quantile head, or ``conformal`` split) the
+    interval scores of every forecaster that has intervals. ``weights``: also average the
+    attention weights (for figures)."""
     W, H = prep.split.window, prep.split.horizon
     test = prep.split.ends("test")
     first = prep.first_target_level(test)                 # (N,) level index
@@ -138,10 +224,29 @@ def evaluate(prep: Prepared, model: nn.Module, *, baselines: list[str], ridge_al
         metrics["model_seeds"] = {"rmse_mean": float(np.mean(rmses)),
                                   "rmse_std": float(np.std(rmses)), "rmse": rmses}
 
+    taus = tuple(model.settings.quantiles) or (Q.DEFAULT_LEVELS if conformal == "split" else ())
+    quant = {}
+    if taus:
+        quant = interval_forecasts(prep, model, forecasts, taus, conformal=conformal,
+                                   season=season, ridge_alpha=ridge_alpha, z=z_dev, cal=cal)
+        for name, q in quant.items():
+            metrics[name].update(Q.interval_scores(actual, q, taus))
+            if signal is not None and noise_std:  # the truth's quantiles are known
+                from scipy.stats import norm
+                q_true = signal[..., None] + noise_std * norm.ppf(np.asarray(taus))
+                metrics[name]["quantile_rmse"] = float(np.sqrt(np.mean((q - q_true) ** 2)))
+        if signal is not None and noise_std:  # what a perfect interval would cover here
+            from scipy.stats import norm
+            for _, _, pct in Q.intervals(taus):
+                half = noise_std * norm.ppf(0.5 + pct / 200)
+                metrics[f"ideal_coverage_{pct}"] = float(np.mean(np.abs(actual - signal)
+                                                                 <= half))
+
     mean_w = example_w = None
     if weights and getattr(model, "blocks", None) is not None:
         mean_w, example_w = attention_weights(model, z_dev, ends_dev, W, H, cal=cal)
-    return Evaluation(metrics, prep.t[first], actual, forecasts, mean_w, example_w, warnings)
+    return Evaluation(metrics, prep.t[first], actual, forecasts, mean_w, example_w, warnings,
+                      quant, taus)
 
 
 def lag_profile(mean_weights: np.ndarray, pooling: str) -> np.ndarray:
@@ -168,6 +273,11 @@ def tables(ev: Evaluation, settings: ModelSettings) -> dict[str, pd.DataFrame]:
     fitted = {name: f for name, f in ev.forecasts.items() if f is not None}
     for name, f in fitted.items():
         pred["predicted" if name == "model" else name] = f[:, 0]
+    for name, q in ev.quantiles.items():  # first step, each level but the median
+        for k, tau in enumerate(ev.taus):
+            if tau != 0.5:
+                pred[f"{'predicted' if name == 'model' else name}_q{round(100 * tau):02d}"] = \
+                    q[:, 0, k]
     H = ev.actual.shape[1]
     horizon = pd.DataFrame({"step": np.arange(1, H + 1), **{
         name: [M.rmse(ev.actual[:, k], f[:, k]) for k in range(H)]
@@ -178,4 +288,10 @@ def tables(ev: Evaluation, settings: ModelSettings) -> dict[str, pd.DataFrame]:
                              "weight": lag_profile(ev.mean_weights, settings.pooling)})
     else:
         lags = pd.DataFrame({"lag": [], "lag_oldest": [], "weight": []})
-    return {"predictions": pred, "horizon": horizon, "lags": lags}
+    nominal = [pct for _, _, pct in Q.intervals(ev.taus)]
+    # the columns dvc.yaml plots are always there (empty without intervals)
+    cols = dict.fromkeys(["model", "naive", "ridge", *ev.quantiles])
+    calibration = pd.DataFrame({"nominal": [p / 100 for p in nominal], **{
+        name: [ev.metrics[name][f"coverage_{p}"] if name in ev.quantiles else None
+               for p in nominal] for name in cols}})
+    return {"predictions": pred, "horizon": horizon, "lags": lags, "calibration": calibration}

@@ -63,6 +63,34 @@ def forecast_levels(model: torch.nn.Module, meta: dict, levels: np.ndarray,
     return np.asarray(out[:steps])
 
 
+def forecast_quantiles(model: torch.nn.Module, meta: dict, levels: np.ndarray,
+                       times: np.ndarray | None = None) -> np.ndarray:
+    """(H, Q) quantiles of the next H levels from the series' last window (a model with a
+    quantile head). Recursion past the horizon is not sampled: beyond H only the median is
+    forecast (by :func:`forecast_levels`)."""
+    window, kind, horizon = meta["window"], meta["transform"], meta["horizon"]
+    scaler = Scaler(**meta["scaler"])
+    need = window + transform_offset(kind)
+    if len(levels) < need:
+        forecast_levels(model, meta, levels, 1, times)  # raises the clear message
+    hist = levels.astype(np.float64)
+    z = scaler.transform(to_model_series(hist[-need:], kind))[-window:]
+    c = None
+    names = meta.get("time_features") or []
+    if names:
+        future = next_times(np.asarray(times), horizon)
+        cal = time_features(np.concatenate([np.asarray(times).astype(str)[-window:], future]),
+                            names)
+        c = (torch.from_numpy(cal[:window])[None], torch.from_numpy(cal[window:])[None])
+    model.eval()
+    with torch.no_grad():
+        zq = model(torch.tensor(z, dtype=torch.float32)[None, :], cal=c,
+                   quantiles=True)[0][0].double().numpy()          # (H, Q)
+    zq = scaler.inverse(zq)
+    return np.stack([to_levels(zq[None, :, k], hist[-1:], kind)[0]
+                     for k in range(zq.shape[-1])], axis=-1)
+
+
 def next_times(t: np.ndarray, steps: int) -> np.ndarray:
     """The ``steps`` time stamps after the series' last one, at its inferred frequency.
 
@@ -145,12 +173,25 @@ def main(argv: list[str] | None = None) -> None:
                                ("thousands", ""), ("missing", "error"))}
     model = model_from_payload(payload)
     series = read_csv_series(args.csv, keys=FLAGS, **read)
-    values = forecast_levels(model, payload["prepare"], series["value"].to_numpy(), args.steps,
-                             series["t"].to_numpy())
-    write_csv(args.out, pd.DataFrame({"step": np.arange(1, args.steps + 1),
-                                      "time": next_times(series["t"].to_numpy(), args.steps),
-                                      "forecast": values}))
-    print(f"forecast: {args.steps} steps after {len(series)} values -> {args.out}")
+    meta, levels, times = payload["prepare"], series["value"].to_numpy(), series["t"].to_numpy()
+    values = forecast_levels(model, meta, levels, args.steps, times)
+    out = pd.DataFrame({"step": np.arange(1, args.steps + 1),
+                        "time": next_times(times, args.steps), "forecast": values})
+    taus = list(model.settings.quantiles)
+    note = ""
+    if taus:  # the quantile head's forecasts for the first horizon's steps
+        q = forecast_quantiles(model, meta, levels, times)
+        H = min(len(q), args.steps)
+        for k, tau in enumerate(taus):
+            if tau != 0.5:
+                col = np.full(args.steps, np.nan)
+                col[:H] = q[:H, k]
+                out[f"q{round(100 * tau):02d}"] = col
+        if args.steps > H:
+            note = (f"; quantiles for the first {H} step(s) only (the model's horizon): later "
+                    "steps are the median of a recursive forecast")
+    write_csv(args.out, out)
+    print(f"forecast: {args.steps} steps after {len(series)} values -> {args.out}{note}")
 
 
 def cli() -> None:

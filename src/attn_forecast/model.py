@@ -59,10 +59,16 @@ class ModelSettings:
     patch_stride: int = 0          # 0: patch_len (patches side by side)
     n_time_features: int = 0       # calendar inputs per time step (sin/cos pairs)
     season: int = 0                # instance_norm seasonal: the period (steps)
+    quantiles: tuple = ()          # quantile levels of the head ((): a point forecast)
     highway: bool = False          # + a linear map of the window (LSTNet's autoregressive path)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "quantiles": list(self.quantiles)}
+
+    @property
+    def n_outputs(self) -> int:
+        """Outputs per step: one per quantile level, or the point forecast."""
+        return max(1, len(self.quantiles))
 
     @property
     def patch(self) -> tuple[int, int]:
@@ -111,8 +117,12 @@ class InstanceNorm(nn.Module):
         return (out * self.gamma + self.beta if self.affine else out), (center, scale)
 
     def denormalize(self, y: torch.Tensor, stats: tuple) -> torch.Tensor:
-        """The model's output (B, H) back in the window's own level and spread."""
+        """The model's output (B, H), or quantiles (B, H, Q), back in the window's own level
+        and spread."""
         center, scale = stats
+        if y.dim() == 3:  # quantiles: the same statistics for each of them
+            center = center.unsqueeze(-1)
+            scale = scale.unsqueeze(-1) if scale is not None else None
         if self.kind in ("last", "seasonal"):
             return y + center
         if self.affine:
@@ -133,7 +143,27 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
 
 def _head(s: ModelSettings) -> nn.Sequential:
     width = s.d_model + s.horizon * s.n_time_features  # + the target times' calendar
-    return nn.Sequential(nn.Linear(width, s.ffn_dim), nn.ReLU(), nn.Linear(s.ffn_dim, s.horizon))
+    return nn.Sequential(nn.Linear(width, s.ffn_dim), nn.ReLU(),
+                         nn.Linear(s.ffn_dim, s.horizon * s.n_outputs))
+
+
+def non_crossing(raw: torch.Tensor, mid: int) -> torch.Tensor:
+    """(..., Q) raw head outputs -> increasing quantiles: the median is ``raw[..., mid]``; each
+    level above adds a positive step (softplus) to the one below it, each level below takes
+    one off, so the quantiles can never cross whatever the weights."""
+    steps = nn.functional.softplus(raw)
+    up = raw[..., mid:mid + 1] + torch.cumsum(steps[..., mid + 1:], dim=-1)
+    down = raw[..., mid:mid + 1] - torch.cumsum(steps[..., :mid].flip(-1), dim=-1)
+    return torch.cat([down.flip(-1), raw[..., mid:mid + 1], up], dim=-1)
+
+
+def _outputs(s: ModelSettings, y: torch.Tensor, quantiles: bool) -> torch.Tensor:
+    """The head's (B, H * Q) as quantiles (B, H, Q), or the point forecast (B, H)."""
+    if not s.quantiles:
+        return y.unsqueeze(-1) if quantiles else y
+    q = non_crossing(y.view(y.shape[0], s.horizon, len(s.quantiles)),
+                     list(s.quantiles).index(0.5))
+    return q if quantiles else q[..., list(s.quantiles).index(0.5)]
 
 
 def _with_future(pooled: torch.Tensor, cal: tuple | None) -> torch.Tensor:
@@ -194,9 +224,11 @@ class AttentionForecaster(nn.Module):
             tok = torch.cat([tok, cal[0][:, last]], dim=-1)
         return tok
 
-    def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None):
+    def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None,
+                quantiles: bool = False):
         """x (B, W) -> prediction (B, H), and per layer the weights (B, heads, T, T).
-        ``cal``: (inputs (B, W, C), targets (B, H, C)) calendar features, or None."""
+        ``cal``: (inputs (B, W, C), targets (B, H, C)) calendar features, or None.
+        ``quantiles``: return the quantiles (B, H, Q) instead (Q = 1 for a point model)."""
         stats = None
         if self.inorm is not None:
             x, stats = self.inorm.normalize(x)
@@ -207,9 +239,9 @@ class AttentionForecaster(nn.Module):
             weights.append(w)
         h = self.norm(h)
         pooled = h[:, -1] if self.settings.pooling == "last" else h.mean(dim=1)  # (B, d)
-        y = self.head(_with_future(pooled, cal))
+        y = _outputs(self.settings, self.head(_with_future(pooled, cal)), quantiles)
         if self.highway is not None:
-            y = y + self.highway(x)
+            y = y + (self.highway(x).unsqueeze(-1) if y.dim() == 3 else self.highway(x))
         if stats is not None:
             y = self.inorm.denormalize(y, stats)
         return y, (weights if need_weights else None)
@@ -228,16 +260,17 @@ class LSTMForecaster(nn.Module):
                                   horizon=s.horizon) if s.instance_norm != "none" else None
         self.highway = nn.Linear(s.window, s.horizon) if s.highway else None
 
-    def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None):
+    def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None,
+                quantiles: bool = False):
         stats = None
         if self.inorm is not None:
             x, stats = self.inorm.normalize(x)
         inp = x.unsqueeze(-1) if cal is None else torch.cat([x.unsqueeze(-1), cal[0]], dim=-1)
         out, _ = self.lstm(inp)  # (B, W, d)
         pooled = out[:, -1] if self.settings.pooling == "last" else out.mean(dim=1)
-        y = self.head(_with_future(pooled, cal))
+        y = _outputs(self.settings, self.head(_with_future(pooled, cal)), quantiles)
         if self.highway is not None:
-            y = y + self.highway(x)
+            y = y + (self.highway(x).unsqueeze(-1) if y.dim() == 3 else self.highway(x))
         if stats is not None:
             y = self.inorm.denormalize(y, stats)
         return y, None
@@ -256,8 +289,10 @@ class Ensemble(nn.Module):
     def blocks(self):  # the first member's attention blocks (None for an LSTM)
         return getattr(self.members[0], "blocks", None)
 
-    def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None):
-        outs = [m(x, need_weights and i == 0, cal) for i, m in enumerate(self.members)]
+    def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None,
+                quantiles: bool = False):
+        outs = [m(x, need_weights and i == 0, cal, quantiles)
+                for i, m in enumerate(self.members)]
         return torch.stack([o[0] for o in outs]).mean(dim=0), outs[0][1]
 
 
@@ -292,6 +327,8 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"
 
 def model_from_payload(payload: dict, device: str | torch.device = "cpu") -> nn.Module:
     """The model a loaded checkpoint describes, with its weights, in eval mode."""
-    model = build_model(ModelSettings(**payload["settings"]), payload.get("members", 1))
+    settings = dict(payload["settings"])
+    settings["quantiles"] = tuple(settings.get("quantiles", ()))
+    model = build_model(ModelSettings(**settings), payload.get("members", 1))
     model.load_state_dict(payload["state_dict"])
     return model.to(device).eval()

@@ -108,6 +108,8 @@ class ModelParams(_Section):
     patch_len: Int = Field(0, ge=0)     # steps per token (PatchTST); 0 = one token per step
     patch_stride: Int = Field(0, ge=0)  # steps between tokens; 0 = patch_len
     highway: Bool = False               # + a linear forecast from the window (LSTNet)
+    # quantile levels the head forecasts (pinball loss, non-crossing); [] = a point forecast
+    quantiles: list[Annotated[Float, Field(gt=0, lt=1)]] = Field(default_factory=list)
 
 
 class TrainParams(_Section):
@@ -151,6 +153,8 @@ class EvaluateParams(_Section):
     # seasonal_naive runs when season > 0; ets, theta and arima come from StatsForecast
     baselines: list[Baseline] = Field(
         default_factory=lambda: ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta"])
+    # split: calibrate the intervals on the validation part (or the last training windows)
+    conformal: Literal["none", "split"] = "none"
 
 
 class BacktestParams(_Section):
@@ -249,6 +253,11 @@ def _check_combinations(p: Params) -> None:
     if p.train.patience and p.prepare.val_frac == 0:
         raise ParamsError("params.yaml: train.patience needs a validation part: set "
                           f"prepare.val_frac > 0 (got {p.prepare.val_frac}) or train.patience 0")
+    q = p.model.quantiles
+    if q and (sorted(set(q)) != list(q) or 0.5 not in q or len(q) < 2):
+        raise ParamsError(
+            "params.yaml: model.quantiles must be increasing, hold 0.5 (the point forecast) "
+            f"and at least one other level, e.g. [0.1, 0.5, 0.9]; got {list(q)}")
     dup = sorted({b for b in p.evaluate.baselines if p.evaluate.baselines.count(b) > 1})
     if dup:
         raise ParamsError(f"params.yaml: evaluate.baselines lists {', '.join(dup)} twice")

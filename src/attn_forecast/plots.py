@@ -96,7 +96,7 @@ def _heatmap(ax, weights: np.ndarray, title: str, fig, labels: list[str] | None 
 
 def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weights,
              baselines: dict[str, float], model_rmse: float, units: str = "value",
-             dpi: int = 110, labels: list[str] | None = None) -> None:
+             dpi: int = 110, labels: list[str] | None = None, bands=None) -> None:
     """The source's 2x2 sheet: loss curve, test truth vs prediction, attention heatmap,
     residual histogram. ``weights`` (T, T) or None (a model without attention)."""
     with plt.rc_context(STYLE):
@@ -110,6 +110,7 @@ def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weight
         ax.legend()
 
         ax = axes[0, 1]
+        _bands(ax, t, bands, COLORS["model"])
         ax.plot(t, actual, color=COLORS["actual"], lw=1.2, label="actual")
         ax.plot(t, predicted, color=COLORS["model"], lw=1.2, ls="--",
                 label=f"model (RMSE {model_rmse:.3g})")
@@ -195,13 +196,14 @@ def attention_by_lag(path, *, lags: np.ndarray, weight: np.ndarray,
 
 
 def forecast(path, *, t_all, values, spans: dict[str, tuple], t_test, model, naive,
-             units: str = "value", dpi: int = 110) -> None:
+             units: str = "value", dpi: int = 110, bands=None) -> None:
     """Whole series with the train / validation / test spans shaded, the model and the naive
     baseline over the test span. ``spans`` maps part name to (t_start, t_end)."""
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(11, 4.2))
         for name, (lo, hi) in spans.items():
             ax.axvspan(lo, hi, color=COLORS[name], alpha=0.08, label=f"{name} span")
+        _bands(ax, t_test, bands, COLORS["model"])
         ax.plot(t_all, values, color=COLORS["actual"], lw=0.9, label="series")
         ax.plot(t_test, naive, color=COLORS["naive"], lw=1, ls=":", label="naive")
         ax.plot(t_test, model, color=COLORS["model"], lw=1.2, ls="--", label="model")
@@ -242,5 +244,29 @@ def backtest_errors(path, *, folds: np.ndarray, errors: dict[str, np.ndarray],
         ax.set(title="Rolling-origin backtest: error per fold", xlabel="fold (origin moves on)",
                ylabel=f"RMSE ({units})")
         ax.legend(ncol=2)
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def _bands(ax, t, bands, color: str) -> None:
+    """Shaded central intervals, widest palest: ``bands`` = [(lower, upper, percent), ...]."""
+    for lo, hi, pct in sorted(bands or [], key=lambda b: -b[2]):
+        ax.fill_between(t, lo, hi, color=color, alpha=0.12 + 0.1 * (pct < 80), lw=0,
+                        label=f"model {pct} % interval")
+
+
+def calibration(path, *, nominal: np.ndarray, coverage: dict[str, np.ndarray],
+                dpi: int = 110) -> None:
+    """Nominal against empirical coverage of each forecaster's central intervals on the test
+    windows: on the diagonal is calibrated, below it too narrow, above it too wide."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(5.5, 5))
+        ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls=":", label="calibrated")
+        for i, (name, cov) in enumerate(coverage.items()):
+            ax.plot(nominal, cov, marker="o", label=name, color=color(name, i),
+                    lw=2 if name == "model" else 1.1)
+        ax.set(xlim=(0, 1), ylim=(0, 1), title="Interval calibration (test windows)",
+               xlabel="nominal coverage", ylabel="empirical coverage")
+        ax.legend()
         fig.tight_layout()
         _save(fig, path, dpi)

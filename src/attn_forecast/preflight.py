@@ -41,5 +41,6 @@ def model_settings(p: Params, prep: Prepared):
     model = p.model.model_dump()
     if model["instance_norm"] == "seasonal" and not s:  # no season: the last value
         model["instance_norm"] = "last"
+    model["quantiles"] = tuple(model["quantiles"])
     return ModelSettings(window=prep.split.window, horizon=prep.split.horizon,
                          n_time_features=prep.n_time_features, season=s, **model)

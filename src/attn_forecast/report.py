@@ -7,6 +7,29 @@ from .significance import sentence
 
 META_KEYS = ("n_test", "significance", "model_seeds", "n_folds")
 
+
+def _intervals(metrics: dict, names: list[str]) -> list[str]:
+    """The interval scores of every forecaster that has intervals, and the ideal coverage."""
+    rows = [n for n in names if metrics[n] and any(k.startswith("coverage_")
+                                                   for k in metrics[n])]
+    if not rows:
+        return []
+    pcts = sorted({k.split("_")[1] for n in rows for k in metrics[n] if k.startswith("coverage_")})
+    cols = [c for p in pcts for c in (f"coverage_{p}", f"width_{p}", f"winkler_{p}")]
+    cols += ["pinball", "crps"] + (["quantile_rmse"] if "quantile_rmse" in metrics[rows[0]]
+                                   else [])
+    out = ["", "Intervals and quantiles (coverage: the share of targets inside the interval):",
+           "", "| forecaster | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for n in rows:
+        label = f"**{n}**" if n == "model" else n
+        out.append(f"| {label} | " + " | ".join(_cell(metrics[n].get(c)) for c in cols) + " |")
+    ideal = [f"{k.split('_')[-1]} %: {_cell(v)}" for k, v in metrics.items()
+             if k.startswith("ideal_coverage_")]
+    if ideal:
+        out += ["", "A perfect interval (the noise-free signal +- the known noise quantiles) "
+                "covers " + ", ".join(ideal) + " of these targets."]
+    return out
+
 COLUMNS = ("rmse", "mae", "mase", "r2", "directional_accuracy", "skill_vs_naive", "signal_rmse")
 
 
@@ -85,6 +108,7 @@ def summary_markdown(metrics: dict, p: Params, backtest: dict | None = None) -> 
     if seeds:
         notes.append(f"The model is the mean of {len(seeds['rmse'])} seeds; their single RMSEs: "
                      f"{_cell(seeds['rmse_mean'])} +- {_cell(seeds['rmse_std'])}.")
+    notes += _intervals(metrics, names)
     if metrics.get("significance"):
         notes += ["", "The model against each baseline on these windows (Diebold-Mariano, "
                   "HLN-corrected, squared error):", ""] + _significance(metrics["significance"])

@@ -38,15 +38,26 @@ def _model(name: str, season: int):
 
 
 def forecast(name: str, levels: np.ndarray, train_levels_end: int, origins: np.ndarray,
-             horizon: int, season: int) -> np.ndarray:
+             horizon: int, season: int, intervals: list[int] = ()
+             ) -> np.ndarray | tuple[np.ndarray, dict]:
     """(N, H) forecasts from each origin (the level index of a window's first target), with
-    parameters fitted on ``levels[:train_levels_end]``. Raises :class:`BaselineFailed`."""
+    parameters fitted on ``levels[:train_levels_end]``. With ``intervals`` (e.g. [80]) also
+    the library's own prediction intervals: ``(mean, {80: (lo, hi)})``, each (N, H).
+    Raises :class:`BaselineFailed`."""
     y = np.asarray(levels, dtype=np.float64)
     model = _model(name, season)
+    bands: dict = {pct: ([], []) for pct in intervals}
     try:
         model.fit(y[:train_levels_end])
-        out = np.stack([np.asarray(model.forward(y[:o], h=horizon)["mean"], dtype=np.float64)
-                        for o in origins]) if len(origins) else np.zeros((0, horizon))
+        rows = []
+        for o in origins:
+            f = model.forward(y[:o], h=horizon, level=list(intervals)) if intervals else \
+                model.forward(y[:o], h=horizon)
+            rows.append(np.asarray(f["mean"], dtype=np.float64))
+            for pct in intervals:
+                bands[pct][0].append(np.asarray(f[f"lo-{pct}"], dtype=np.float64))
+                bands[pct][1].append(np.asarray(f[f"hi-{pct}"], dtype=np.float64))
+        out = np.stack(rows) if rows else np.zeros((0, horizon))
     # StatsForecast signals an unusable series in many ways (NotImplementedError for tiny
     # series, ValueError, numerical errors): each means "this baseline cannot run here"
     except Exception as err:  # noqa: BLE001
@@ -54,4 +65,6 @@ def forecast(name: str, levels: np.ndarray, train_levels_end: int, origins: np.n
             from None
     if not np.isfinite(out).all():
         raise BaselineFailed("non-finite forecasts")
+    if intervals:
+        return out, {pct: (np.stack(lo), np.stack(hi)) for pct, (lo, hi) in bands.items()}
     return out

@@ -44,7 +44,23 @@ def check_runtime(p: TrainParams, device: torch.device) -> None:
                              "PATH; install one or set train.compile false")
 
 
-def make_loss(kind: str) -> nn.Module:
+class PinballLoss(nn.Module):
+    """The quantile loss of (B, H, Q) forecasts at levels ``taus`` against (B, H) targets,
+    averaged over windows, steps and levels."""
+
+    def __init__(self, taus) -> None:
+        super().__init__()
+        self.register_buffer("taus", torch.tensor(list(taus), dtype=torch.float32))
+
+    def forward(self, q: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        diff = y.unsqueeze(-1) - q
+        return torch.maximum(self.taus * diff, (self.taus - 1) * diff).mean()
+
+
+def make_loss(kind: str, quantiles=()) -> nn.Module:
+    """train.loss, or the pinball loss for a model with a quantile head."""
+    if quantiles:
+        return PinballLoss(quantiles)
     return {"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}[kind]()
 
 
@@ -121,24 +137,29 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
 @torch.no_grad()
 def predict(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: int,
             horizon: int, batch: int = 4096, precision: str = "fp32",
-            cal: torch.Tensor | None = None) -> torch.Tensor:
+            cal: torch.Tensor | None = None, quantiles: bool = False) -> torch.Tensor:
     """Model-space predictions (N, H) for window ends, in batches to bound memory; ``cal``
-    (n, C): the calendar features aligned with ``series``, if the model takes them."""
+    (n, C): the calendar features aligned with ``series``, if the model takes them;
+    ``quantiles``: the quantiles (N, H, Q) instead."""
     model.eval()
     outs = []
     for i in range(0, len(ends), batch):
         x, _ = gather_windows(series, ends[i:i + batch], window, horizon)
         c = gather_calendar(cal, ends[i:i + batch], window, horizon)
         with autocast(series.device, precision):
-            outs.append(model(x, cal=c)[0].float())
-    return torch.cat(outs) if outs else torch.zeros(0, horizon, device=series.device)
+            outs.append(model(x, cal=c, quantiles=quantiles)[0].float())
+    if outs:
+        return torch.cat(outs)
+    shape = (0, horizon, model.settings.n_outputs) if quantiles else (0, horizon)
+    return torch.zeros(shape, device=series.device)
 
 
 @torch.no_grad()
 def evaluate_loss(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: int,
                   horizon: int, loss_fn: nn.Module, precision: str = "fp32",
                   cal: torch.Tensor | None = None) -> float:
-    pred = predict(model, series, ends, window, horizon, precision=precision, cal=cal)
+    pred = predict(model, series, ends, window, horizon, precision=precision, cal=cal,
+                   quantiles=isinstance(loss_fn, PinballLoss))
     _, y = gather_windows(series, ends, window, horizon)
     return float(loss_fn(pred, y))
 
@@ -226,7 +247,7 @@ def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.op
         x, y = augment(x, y, p, aug_gen, unit)
         opt.zero_grad(set_to_none=True)
         with autocast(x.device, p.precision):
-            pred = step_model(x, cal=c)[0]
+            pred = step_model(x, cal=c, quantiles=isinstance(loss_fn, PinballLoss))[0]
         # a rank whose shard is empty still takes part in DDP's gradient all-reduce
         loss = loss_fn(pred.float(), y) if len(x) else pred.float().sum()
         # DDP averages gradients over ranks; weighting each rank's mean loss by its share
@@ -269,7 +290,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     device = series.device
     gen = torch.Generator(device=device).manual_seed(p.seed)  # batch order: same on all ranks
     aug_gen = torch.Generator(device=device).manual_seed(p.seed + 1 + rank)
-    loss_fn = make_loss(p.loss)
+    loss_fn = make_loss(p.loss, model.settings.quantiles).to(device)
     opt = make_optimizer(model, p)
     sched = make_scheduler(opt, p)
     n = len(train_ends)
