@@ -52,8 +52,12 @@ SEASONAL = {"taylor", "wineind", "woolyrnq", "airpassengers", "lynx", "elnino", 
             "cpi", "unemp"}
 RANDOM_WALKS = {"random_walk", "random_walk_logret"}
 
-# One configuration per frequency, on top of params.yaml (documented in the README).
-COMMON = ["prepare.window=auto", "evaluate.season=auto",
+# One configuration per frequency, on top of params.yaml (documented in the README). Chosen
+# with --validation (the first 80 % of each series) among: instance_norm none / revin / last
+# / seasonal, a highway, seed ensembles, early stopping, a lower learning rate; see
+# bench/README.md.
+COMMON = ["prepare.window=auto", "evaluate.season=auto", "model.instance_norm=seasonal",
+          "train.augment_noise=0.0", "prepare.val_frac=0.1", "train.patience=30",
           "evaluate.baselines=[naive,seasonal_naive,ridge,ets,theta,arima]"]
 FREQUENCY = {
     "half-hourly": ["prepare.window=336", "model.patch_len=24", "prepare.time_features=[hour,"

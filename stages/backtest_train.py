@@ -14,6 +14,7 @@ from __future__ import annotations
 import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before numpy and torch load)
 import argparse
 import multiprocessing
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
@@ -27,12 +28,20 @@ from attn_forecast.preflight import check as preflight
 from attn_forecast.windows import load_prepared
 
 
+def _start_method() -> str:
+    """fork while torch has run nothing in this process (a DVC stage: the workers start in
+    milliseconds and inherit the loaded torch); spawn when torch already ran (the stage called
+    in-process, as the benchmarks do), since forking a running OpenMP pool can deadlock."""
+    return "spawn" if "torch" in sys.modules else "fork"
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
     ap.add_argument("--prepared", required=True, help="folder written by prepare")
     ap.add_argument("--out", required=True, help="folder for the fold checkpoints")
     args = ap.parse_args(argv)
+    method = _start_method()  # before anything below imports torch
     params = load_params(args.params)
     prep = load_prepared(args.prepared)
     preflight(params, prep)
@@ -69,10 +78,8 @@ def main(argv: list[str] | None = None) -> dict:
             todo.append(entries[-1])
     t0 = time.perf_counter()
     if todo:
-        import torch  # noqa: F401  (loaded once here: the forked workers inherit it)
-        # fork before torch has run anything (no thread pools yet): workers start in
-        # milliseconds instead of importing torch again each
-        ctx = multiprocessing.get_context("fork")
+        import torch  # noqa: F401  (loaded once here: forked workers inherit it)
+        ctx = multiprocessing.get_context(method)
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx) as pool:
             runs = [pool.submit(train_fold, args.prepared, e["split"], params.model_dump(),
                                 str(out / e["file"]), e["key"], threads) for e in todo]
