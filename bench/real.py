@@ -131,6 +131,8 @@ def run_series(name: str, base: dict, overrides: list[str], folds: int, validati
     for f in FORECASTERS:
         m = bt.get(f)
         row[f] = (m["rmse_mean"], m["mase_mean"]) if m else None
+        if m and "coverage_80_mean" in m:  # with intervals (quantiles or conformal)
+            row[f"{f}_intervals"] = (m["coverage_80_mean"], m["pinball_mean"])
     row["log"] = out.getvalue()
     return row
 
@@ -205,6 +207,22 @@ def main() -> None:
     print(table(rows))
     print()
     print("\n".join(verdicts(rows)))
+    if any("model_intervals" in r for r in rows):
+        print("\n80 % intervals, means over the folds: coverage (pinball)\n")
+        print("| series | model | naive | ridge | ets | arima |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for r in rows:
+            cells = [f"{r[k][0]:.3f} ({r[k][1]:.4g})" if k in r else "n/a"
+                     for k in ("model_intervals", "naive_intervals", "ridge_intervals",
+                               "ets_intervals", "arima_intervals")]
+            print(f"| {r['series']} | " + " | ".join(cells) + " |")
+        cov = [r["model_intervals"][0] for r in rows if "model_intervals" in r]
+        print(f"\n- the model's 80 % coverage within 0.75-0.85: "
+              f"{sum(0.75 <= c <= 0.85 for c in cov)} of {len(cov)} series")
+        seasonal = [r for r in rows if r["series"] in SEASONAL and "model_intervals" in r]
+        print(f"- the model's pinball loss below the naive interval's on the seasonal series: "
+              f"{sum(r['model_intervals'][1] < r['naive_intervals'][1] for r in seasonal)} of "
+              f"{len(seasonal)}")
     mase = [r["model"][1] for r in rows if r["model"][1] is not None]
     if mase:
         print(f"- the model's median MASE over these series: {statistics.median(mase):.3f}")
