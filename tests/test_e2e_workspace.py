@@ -95,7 +95,9 @@ def test_ctrl_c_in_training_prints_one_line_and_changes_nothing(repo, tmp_path):
     assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
     lines = [ln for ln in text.splitlines() if "nothing written" in ln]
     assert len(lines) == 1 and lines[0].startswith("interrupted at epoch "), text
-    assert "exited with 130" in text, text
+    # the stage exits with 130; DVC runs it through $SHELL, and a shell that waits for it
+    # (dash as /bin/sh, when SHELL is unset) is itself ended by the same Ctrl-C: -2
+    assert "exited with 130" in text or "exited with -2" in text, text
     assert _dirty(proj) == ["params.yaml"], _dirty(proj)
     _restore(proj)
 
