@@ -120,7 +120,7 @@ def next_times(t: np.ndarray, steps: int) -> np.ndarray:
     return np.asarray(future.strftime(fmt))
 
 
-def _load(path: str) -> dict:
+def load_payload(path: str) -> dict:
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     if args.steps < 1:
         raise UserInputError(f"--steps must be an integer >= 1, got {args.steps}")
-    payload = _load(args.model)
+    payload = load_payload(args.model)
     source = payload["prepare"].get("source", {})  # how the training read its CSV
     read = {k: getattr(args, k) if getattr(args, k) is not None else source.get(k, default)
             for k, default in (("column", "value"), ("time_column", ""),

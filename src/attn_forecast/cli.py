@@ -1,0 +1,29 @@
+"""The ``attn-forecast`` command: ``forecast`` (the default) and ``export``.
+
+    attn-forecast forecast --model models/model.pt --csv data/external/prices.csv --steps 20
+    attn-forecast export --model models/model.pt --format onnx --out model.onnx
+"""
+from __future__ import annotations
+
+import sys
+
+from .errors import run_cli
+
+COMMANDS = ("forecast", "export")
+
+
+def cli(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return
+    command, rest = (argv[0], argv[1:]) if argv and argv[0] in COMMANDS else ("forecast", argv)
+    if command == "export":
+        from .export import main
+    else:
+        from .forecast import main
+    run_cli(main, rest)
+
+
+if __name__ == "__main__":
+    cli()
