@@ -1,5 +1,8 @@
 # make repro: set up .venv from the pinned constraints and run the pipeline.
 # make test:  set up .venv and run the test suite.
+# TORCH=cpu (make repro TORCH=cpu): install torch 2.13.0's CPU-only build from PyTorch's own
+# wheel index first, instead of PyPI's, which on Linux x86_64 is the CUDA build with several
+# GB of NVIDIA runtime wheels (pinned in constraints.txt).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -13,8 +16,16 @@ export ITERATIVE_DO_NOT_TRACK := 1
 
 venv: $(STAMP)
 
+TORCH ?= default
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if [ "$(TORCH)" = cpu ]; then \
+	    echo "installing torch==2.13.0 (CPU only) from $(TORCH_CPU_INDEX)"; \
+	    $(BIN)/python -m pip install -q torch==2.13.0 --index-url $(TORCH_CPU_INDEX); \
+	elif [ "$(TORCH)" != default ]; then \
+	    echo "TORCH must be cpu or default, got '$(TORCH)'" >&2; exit 2; fi
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
