@@ -42,7 +42,8 @@ def source_base(base: dict) -> dict:
 
 
 def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", "prepare",
-                                                                     "train", "evaluate"),
+                                                                     "baselines", "train",
+                                                                     "evaluate"),
                  inputs: Path | None = None):
     """Run the stages in-process on ``params``; returns (FitResult, metrics dict); with the
     backtest stages also asked for, the backtest metrics are in ``workdir/backtest.json``.
@@ -51,7 +52,8 @@ def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", 
     pfile = work / "params.yaml"
     pfile.write_text(yaml.safe_dump(params, sort_keys=False))
     d = {k: str(work / v) for k, v in {
-        "series": "series.csv", "prepared": "prepared", "model": "model.pt",
+        "series": "series.csv", "prepared": "prepared", "baselines": "baselines.npz",
+        "model": "model.pt",
         "history": "history.csv", "metrics": "metrics.json", "predictions": "pred.csv",
         "horizon": "horizon.csv", "lags": "lags.csv", "attention": "att.npz",
         "calibration": "calibration.csv", "folds": "backtest", "backtest": "backtest.json",
@@ -60,8 +62,10 @@ def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", 
     args = {
         "generate": ["--inputs", str(inputs or INPUTS), "--out", d["series"]],
         "prepare": ["--series", d["series"], "--out", d["prepared"]],
+        "baselines": ["--prepared", d["prepared"], "--out", d["baselines"]],
         "train": ["--prepared", d["prepared"], "--model", d["model"], "--history", d["history"]],
-        "evaluate": ["--prepared", d["prepared"], "--model", d["model"], "--metrics",
+        "evaluate": ["--prepared", d["prepared"], "--model", d["model"],
+                     "--baselines", d["baselines"], "--metrics",
                      d["metrics"], "--predictions", d["predictions"], "--horizon", d["horizon"],
                      "--lags", d["lags"], "--attention", d["attention"],
                      "--calibration", d["calibration"]],

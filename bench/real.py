@@ -46,7 +46,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, run_pipeline, with_overrides  # noqa: E402
 
-STAGES = ("generate", "prepare", "train", "evaluate", "backtest_train", "backtest_evaluate")
+STAGES = ("generate", "prepare", "baselines", "train", "evaluate", "backtest_train",
+          "backtest_evaluate")
 FORECASTERS = ("model", "naive", "seasonal_naive", "ridge", "ets", "theta", "arima")
 SEASONAL = {"taylor", "wineind", "woolyrnq", "airpassengers", "lynx", "elnino", "realgdp",
             "cpi", "unemp"}

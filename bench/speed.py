@@ -11,6 +11,10 @@
   repro         `dvc repro --force` wall time on the default params vs the yardstick's whole
                 process, and a `dvc repro` with nothing changed
   queue         a 4-point queued grid run with `dvc queue start -j 2` vs `-j 1`
+  experiment    one `dvc exp run -S train.lr=...` on the source's worked example
+                (`make source-baseline` settings) vs the yardstick's whole process on the same
+                settings, measured side by side, with where its wall time goes: DVC before the
+                first stage, each stage (its imports and its own work), DVC after the last
 
 Timings depend on the machine and on what else runs: compare figures from one run.
 """
@@ -207,6 +211,62 @@ def bench_repro(ref: Path | None) -> None:
     shutil.rmtree(work)
 
 
+def stage_lines(cmd: list[str], cwd: Path) -> tuple[float, list[tuple[float, str]]]:
+    """Run ``cmd`` unbuffered; its wall time and each output line with the second it came."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env={**ENV, "PYTHONUNBUFFERED": "1"}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines = [(time.perf_counter() - t0, line.rstrip()) for line in proc.stdout]
+    if proc.wait():
+        raise SystemExit(f"{cmd} failed:\n" + "\n".join(x for _, x in lines))
+    return time.perf_counter() - t0, lines
+
+
+def breakdown(total: float, lines: list[tuple[float, str]]) -> str:
+    """Seconds from the start to the first stage, in each stage, and after the last one,
+    from the times DVC's "Running stage" lines and the stages' own lines came out."""
+    marks = [(t, x.split("'")[1]) for t, x in lines if x.startswith("Running stage")]
+    if not marks:
+        return "no stage ran"
+    parts = [f"dvc start {marks[0][0]:.2f}"]
+    for (t, name), (t_next, _) in zip(marks, marks[1:] + [(None, None)]):
+        # a stage ends at its own last line; DVC's bookkeeping follows until the next one
+        own = [s for s, x in lines if t < s and (t_next is None or s < t_next)
+               and not x.startswith(("Running stage", "Updating lock", "Ran experiment",
+                                     "Experiment results", "To apply", "To promote"))]
+        end = max(own) if own else t
+        parts.append(f"{name} {end - t:.2f}")
+        if t_next is not None:
+            parts.append(f"dvc {t_next - end:.2f}")
+        else:
+            parts.append(f"dvc end {total - end:.2f}")
+    return ", ".join(parts)
+
+
+def bench_experiment(ref: Path | None, runs: int = 3) -> None:
+    sys.path.insert(0, str(ROOT / "src"))
+    from common import source_base
+    work = dvc_copy()
+    (work / "params.yaml").write_text(yaml.safe_dump(source_base(BASE), sort_keys=False))
+    timed(["dvc", "repro"], work)
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+    subprocess.run(["git", "commit", "-qm", "source settings"], cwd=work, check=True, env=ENV)
+    results = []
+    for i in range(runs):  # a new learning rate each time: the train stage really runs
+        lr = f"train.lr={0.004 + 0.001 * i:g}"
+        total, lines = stage_lines(["dvc", "exp", "run", "-S", lr], work)
+        results.append((total, lr, breakdown(total, lines)))
+    shutil.rmtree(work)
+    total, lr, parts = sorted(results)[len(results) // 2]
+    line = f"experiment: dvc exp run -S {lr} {total:.1f} s (median of {runs})"
+    if ref:
+        whole = sorted(yardstick(ref)[1] for _ in range(runs))[runs // 2]
+        line += (f" vs yardstick whole process {whole:.1f} s (median of {runs}): ratio "
+                 f"{total / whole:.2f} (target <= 2)")
+    print(line)
+    print(f"experiment: where it goes (s): {parts}")
+
+
 def bench_queue() -> None:
     grid = "train.lr=0.001,0.002,0.005,0.01"
     times = {}
@@ -242,7 +302,7 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reference", type=Path, help="the source's worked-example script")
     ap.add_argument("--only", nargs="*", default=["train_small", "train_large", "memory",
-                                                  "repro", "queue"])
+                                                  "repro", "queue", "experiment"])
     ap.add_argument("--big-points", type=int, default=10_000_000)
     ap.add_argument("--train-limit", type=float, default=0.0,
                     help="stop the 10M-point train epoch after this many seconds (default 0: "
@@ -262,6 +322,8 @@ def main() -> None:
             bench_repro(ref)
         elif name == "queue":
             bench_queue()
+        elif name == "experiment":
+            bench_experiment(ref)
 
 
 if __name__ == "__main__":

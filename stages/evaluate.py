@@ -1,4 +1,5 @@
-"""Stage evaluate: score the model and the baselines on the test windows.
+"""Stage evaluate: score the model and the baselines (fitted by stage baselines) on the test
+windows.
 
 out: metrics JSON (model + every baseline, original units), test predictions CSV (first step
 ahead), RMSE by steps ahead CSV, attention-by-lag CSV, and the attention weights (npz) the
@@ -12,6 +13,7 @@ import sys
 
 import numpy as np
 
+from attn_forecast.baselines import baseline_taus, check_matches, load_baselines
 from attn_forecast.errors import run_cli
 from attn_forecast.evaluation import evaluate, tables
 from attn_forecast.io import write_csv, write_json, write_npz
@@ -29,6 +31,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--params", default="params.yaml")
     ap.add_argument("--prepared", required=True)
     ap.add_argument("--model", required=True)
+    ap.add_argument("--baselines", required=True, help="npz written by the baselines stage")
     ap.add_argument("--metrics", required=True)
     ap.add_argument("--predictions", required=True)
     ap.add_argument("--horizon", required=True, help="RMSE by steps ahead CSV")
@@ -44,7 +47,9 @@ def main(argv: list[str] | None = None) -> dict:
     model, _ = load_checkpoint(args.model)  # CPU: small, and byte-stable metrics
     n_test = len(prep.split.ends("test"))  # forward only: a third of a training step's work
     set_threads(choose_threads(params.train.threads, step_flops(model.settings, n_test) / 3))
-    ev = evaluate(prep, model, baselines=p.baselines, ridge_alpha=p.ridge_alpha,
+    base = load_baselines(args.baselines)
+    check_matches(base, p.baselines, baseline_taus(model.settings.quantiles, p.conformal))
+    ev = evaluate(prep, model, baselines=base, ridge_alpha=p.ridge_alpha,
                   season=season(params, prep), noise_std=params.data.noise_std,
                   conformal=p.conformal)
     for line in ev.warnings:

@@ -90,7 +90,7 @@ def _forecast(proj, *args: str, timeout: float = 120) -> subprocess.CompletedPro
 def test_repro_on_user_csv_succeeds(csv_built):
     _ok(csv_built)
     out = csv_built.repro.stdout + csv_built.repro.stderr
-    for stage in ("generate", "prepare", "train", "evaluate", "render"):
+    for stage in ("generate", "prepare", "baselines", "train", "evaluate", "render"):
         assert f"Running stage '{stage}'" in out, out
 
 

@@ -17,7 +17,7 @@ CONFIG = {"data.n_points": 300, "prepare.horizon": 3, "prepare.transform": "diff
 @pytest.fixture(scope="module")
 def run(project_factory):
     proj = project_factory("evaluate", overrides=CONFIG, git=False)
-    for stage in ("generate", "prepare", "train", "evaluate", "backtest_train",
+    for stage in ("generate", "prepare", "baselines", "train", "evaluate", "backtest_train",
                   "backtest_evaluate", "render"):
         res = proj.stage(stage)
         assert res.returncode == 0, f"{stage}: {res.stderr}"

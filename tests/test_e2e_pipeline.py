@@ -22,7 +22,7 @@ import torch
 # Outputs that must come out byte-identical from the same params (dvc.lock covers the rest).
 DETERMINISTIC = ["reports/metrics.json", "data/raw/series.csv", "data/prepared",
                  "models/model.pt", "reports/predictions.csv", "reports/train/history.csv"]
-STAGES = ["generate", "prepare", "train", "evaluate", "render"]
+STAGES = ["generate", "prepare", "baselines", "train", "evaluate", "render"]
 BASE_LR = 0.005
 
 

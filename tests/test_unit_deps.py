@@ -11,8 +11,8 @@ import pytest
 from conftest import ROOT, dvc_spec
 
 PKG = ROOT / "src" / "attn_forecast"
-STAGES = ["generate", "prepare", "train", "evaluate", "backtest_train", "backtest_evaluate",
-          "render"]
+STAGES = ["generate", "prepare", "baselines", "train", "evaluate", "backtest_train",
+          "backtest_evaluate", "render"]
 
 
 def _imports(path: Path) -> set[str]:

@@ -3,7 +3,8 @@
 Each stage is imported as a module from its file (``importlib``, so ``main`` does not run) in a
 fresh interpreter with the project's src/ on PYTHONPATH, and reports which heavy libraries
 ended up in ``sys.modules``. The data stages and render must not import torch (it costs seconds
-per stage), no stage imports scikit-learn at import time (evaluate uses it lazily, for the ridge
+per stage; the baselines stage neither, so a model-only experiment pays for it only once), no
+stage imports scikit-learn at import time (the baselines stage uses it lazily, for the ridge
 baseline; StatsForecast likewise, for ETS, Theta and ARIMA), and only render imports
 matplotlib.
 """
@@ -18,10 +19,10 @@ import pytest
 
 from conftest import ROOT, VENV_BIN
 
-STAGES = ["generate", "prepare", "train", "evaluate", "backtest_train", "backtest_evaluate",
-          "render"]
+STAGES = ["generate", "prepare", "baselines", "train", "evaluate", "backtest_train",
+          "backtest_evaluate", "render"]
 # the backtest stages import torch only when the backtest is on
-NO_TORCH = {"generate", "prepare", "render", "backtest_train", "backtest_evaluate"}
+NO_TORCH = {"generate", "prepare", "baselines", "render", "backtest_train", "backtest_evaluate"}
 HEAVY = ["torch", "sklearn", "matplotlib", "statsforecast"]
 
 PROBE = """

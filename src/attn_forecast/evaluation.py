@@ -16,10 +16,11 @@ from torch import nn
 from . import metrics as M
 from . import quantiles as Q
 from . import significance
-from . import statbaselines as S
+from .baselines import Baselines, baseline_taus, fit_baselines
+from .baselines import model_levels as _levels
 from .model import Ensemble, ModelSettings
 from .train import predict
-from .windows import Prepared, gather_calendar, gather_windows, to_levels
+from .windows import Prepared, gather_calendar, gather_windows
 
 
 @dataclass
@@ -34,10 +35,6 @@ class Evaluation:
     warnings: list[str] = field(default_factory=list)  # baselines that could not be fitted
     quantiles: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (N, H, Q) levels
     taus: tuple = ()                                   # their quantile levels
-
-
-def _levels(prep: Prepared, z_pred: np.ndarray, last: np.ndarray) -> np.ndarray:
-    return to_levels(prep.scaler.inverse(z_pred.astype(np.float64)), last, prep.transform)
 
 
 @torch.no_grad()
@@ -59,42 +56,6 @@ def attention_weights(model: nn.Module, z: torch.Tensor, ends: torch.Tensor, win
     return (total / len(ends)).cpu().numpy(), first
 
 
-def baseline_forecasts(prep: Prepared, names: list[str], *, ridge_alpha: float, season: int
-                       ) -> tuple[dict[str, np.ndarray | None], list[str]]:
-    """Every baseline in ``names`` on the split's test windows, fitted on its training part:
-    name -> (N, H) levels, or None (with a one-line warning) if it could not be fitted.
-    ``seasonal_naive`` runs only with a season (``evaluate.season`` > 0)."""
-    s, W, H, off = prep.split, prep.split.window, prep.split.horizon, prep.offset
-    test, train = s.ends("test"), s.ends("train")
-    first = prep.first_target_level(test)                 # (N,) level index
-    last = prep.levels[first - 1]
-    lo, hi = s.bounds("train")
-    train_levels = prep.levels[lo:hi + off]
-    out: dict[str, np.ndarray | None] = {}
-    warnings = []
-    for name in names:
-        if name == "naive":
-            out[name] = M.naive_forecast(last, H)
-        elif name == "seasonal_naive":
-            if season:
-                assert first.min() - season >= 0, "checked by preflight.check"
-                out[name] = M.seasonal_naive_forecast(prep.levels, first, H, season)
-        elif name == "mean":
-            out[name] = M.mean_forecast(train_levels, len(test), H)
-        elif name == "ridge":
-            x_tr, y_tr = gather_windows(prep.z, train, W, H)
-            x_te, _ = gather_windows(prep.z, test, W, H)
-            out[name] = _levels(prep, M.ridge_forecast(x_tr, y_tr, x_te, ridge_alpha), last)
-        else:  # ets, theta, arima: on the levels, parameters from the training part
-            try:
-                out[name] = S.forecast(name, prep.levels, hi + off, first, H, season)
-            except S.BaselineFailed as err:
-                out[name] = None
-                warnings.append(f"warning: baseline {name} could not be fitted ({err}); "
-                                "it is reported as null")
-    return out, warnings
-
-
 def calibration_ends(prep: Prepared) -> np.ndarray:
     """The windows conformal calibration uses: the validation part, or else the last fifth of
     the training windows (never a test window)."""
@@ -111,26 +72,18 @@ def _quantile_levels(prep: Prepared, zq: np.ndarray, last: np.ndarray) -> np.nda
     return np.stack([_levels(prep, zq[..., k], last) for k in range(zq.shape[-1])], axis=-1)
 
 
-def interval_forecasts(prep: Prepared, model: nn.Module, forecasts: dict, taus, *,
-                       conformal: str, season: int, ridge_alpha: float, z: torch.Tensor,
-                       cal: torch.Tensor | None) -> dict[str, np.ndarray]:
-    """Quantile forecasts (N, H, Q) in levels on the test windows, for every forecaster that
-    has them: the model (its quantile head, or its point forecast widened by calibrated
-    residuals; split-conformal on the calibration windows when asked), naive (a Gaussian random
-    walk of the training part's one-step changes), ridge (its residual quantiles on the training
-    windows), and ETS, Theta and ARIMA (StatsForecast's own intervals)."""
-    from scipy.stats import norm
+def model_intervals(prep: Prepared, model: nn.Module, point: np.ndarray, taus, *,
+                    conformal: str, z: torch.Tensor, cal: torch.Tensor | None
+                    ) -> np.ndarray | None:
+    """The model's quantile forecasts (N, H, Q) in levels on the test windows: its quantile
+    head, or its point forecast ``point`` widened by calibrated residuals; split-conformal on
+    the calibration windows when asked. None: a point model without conformal."""
     s, W, H = prep.split, prep.split.window, prep.split.horizon
     test, calib = s.ends("test"), calibration_ends(prep)
-    first = prep.first_target_level(test)
-    last = prep.levels[first - 1]
-    steps = np.arange(H)
-    out: dict[str, np.ndarray] = {}
-
-    def actual(ends):
-        f = prep.first_target_level(ends)
-        return prep.levels[f[:, None] + steps[None, :]], prep.levels[f - 1]
-    y_cal, last_cal = actual(calib)
+    last = prep.levels[prep.first_target_level(test) - 1]
+    f_cal = prep.first_target_level(calib)
+    y_cal = prep.levels[f_cal[:, None] + np.arange(H)[None, :]]
+    last_cal = prep.levels[f_cal - 1]
     ends_test = torch.from_numpy(test).to(z.device)
     ends_cal = torch.from_numpy(calib).to(z.device)
     if model.settings.quantiles:
@@ -140,40 +93,12 @@ def interval_forecasts(prep: Prepared, model: nn.Module, forecasts: dict, taus, 
             q_cal = _quantile_levels(prep, predict(model, z, ends_cal, W, H, cal=cal,
                                                    quantiles=True).cpu().numpy(), last_cal)
             q = Q.calibrate(q_cal, y_cal, q, taus)
-        out["model"] = q
-    elif conformal == "split":
+        return q
+    if conformal == "split":
         point_cal = _levels(prep, predict(model, z, ends_cal, W, H, cal=cal).cpu().numpy(),
                             last_cal)
-        out["model"] = Q.from_residuals(forecasts["model"], point_cal, y_cal, taus)
-
-    z_tau = norm.ppf(np.asarray(taus))                     # (Q,)
-    lo, hi = s.bounds("train")
-    train_levels = prep.levels[lo:hi + prep.offset]
-    if forecasts.get("naive") is not None:
-        sigma = float(np.std(np.diff(train_levels), ddof=1))
-        spread = sigma * np.sqrt(steps + 1)                # random walk: sqrt(h) growth
-        out["naive"] = forecasts["naive"][..., None] + spread[None, :, None] * z_tau
-    if forecasts.get("ridge") is not None:
-        train = s.ends("train")
-        y_tr, last_tr = actual(train)
-        x_tr, zy_tr = gather_windows(prep.z, train, W, H)
-        fit_tr = _levels(prep, M.ridge_forecast(x_tr, zy_tr, x_tr, ridge_alpha), last_tr)
-        resid = np.quantile(y_tr - fit_tr, taus, axis=0)   # (Q, H) per step
-        out["ridge"] = forecasts["ridge"][..., None] + resid.T[None, :, :]
-    pairs = Q.intervals(taus)
-    for name in ("ets", "theta", "arima"):
-        if forecasts.get(name) is None:
-            continue
-        try:
-            mean, bands = S.forecast(name, prep.levels, hi + prep.offset, first, H, season,
-                                     [pct for _, _, pct in pairs])
-        except S.BaselineFailed:
-            continue
-        q = np.repeat(mean[..., None], len(taus), axis=-1)
-        for lo_i, hi_i, pct in pairs:
-            q[..., lo_i], q[..., hi_i] = bands[pct]
-        out[name] = q
-    return out
+        return Q.from_residuals(point, point_cal, y_cal, taus)
+    return None
 
 
 def _member_predictions(model: nn.Module, z: torch.Tensor, ends: torch.Tensor, W: int, H: int,
@@ -182,10 +107,12 @@ def _member_predictions(model: nn.Module, z: torch.Tensor, ends: torch.Tensor, W
     return [predict(m, z, ends, W, H, cal=cal).cpu().numpy() for m in members]
 
 
-def evaluate(prep: Prepared, model: nn.Module, *, baselines: list[str], ridge_alpha: float,
-             season: int, noise_std: float | None, device: torch.device | str = "cpu",
-             weights: bool = True, conformal: str = "none") -> Evaluation:
-    """Score the model and the baselines on the split's test windows; also the
+def evaluate(prep: Prepared, model: nn.Module, *, baselines: list[str] | Baselines,
+             ridge_alpha: float, season: int, noise_std: float | None,
+             device: torch.device | str = "cpu", weights: bool = True,
+             conformal: str = "none") -> Evaluation:
+    """Score the model and the baselines (names, fitted here, or a :class:`Baselines` fitted
+    before on the same split) on the split's test windows; also the
     Diebold-Mariano test of the model against each baseline, with an ensemble the spread of
     its members' RMSE, and with quantiles (a quantile head, or ``conformal`` split) the
     interval scores of every forecaster that has intervals. ``weights``: also average the
@@ -203,8 +130,12 @@ def evaluate(prep: Prepared, model: nn.Module, *, baselines: list[str], ridge_al
     cal = torch.from_numpy(prep.cal).to(device) if prep.cal is not None else None
     ends_dev = torch.from_numpy(test).to(device)
     z_model = predict(model, z_dev, ends_dev, W, H, cal=cal).cpu().numpy()
-    base, warnings = baseline_forecasts(prep, baselines, ridge_alpha=ridge_alpha, season=season)
-    forecasts = {"model": _levels(prep, z_model, last), **base}
+    taus = baseline_taus(model.settings.quantiles, conformal)
+    if not isinstance(baselines, Baselines):
+        baselines = fit_baselines(prep, baselines, ridge_alpha=ridge_alpha, season=season,
+                                  taus=taus)
+    forecasts = {"model": _levels(prep, z_model, last), **baselines.forecasts}
+    warnings = list(baselines.warnings)
 
     has_signal = bool(np.isfinite(prep.signal).all())
     signal = prep.signal[idx] if has_signal else None
@@ -224,21 +155,20 @@ def evaluate(prep: Prepared, model: nn.Module, *, baselines: list[str], ridge_al
         metrics["model_seeds"] = {"rmse_mean": float(np.mean(rmses)),
                                   "rmse_std": float(np.std(rmses)), "rmse": rmses}
 
-    taus = tuple(model.settings.quantiles) or (Q.DEFAULT_LEVELS if conformal == "split" else ())
     quant = {}
     if taus:
-        quant = interval_forecasts(prep, model, forecasts, taus, conformal=conformal,
-                                   season=season, ridge_alpha=ridge_alpha, z=z_dev, cal=cal)
+        from scipy.special import ndtri  # the standard normal's quantile function
+        q_model = model_intervals(prep, model, forecasts["model"], taus, conformal=conformal,
+                                  z=z_dev, cal=cal)
+        quant = {**({"model": q_model} if q_model is not None else {}), **baselines.quantiles}
         for name, q in quant.items():
             metrics[name].update(Q.interval_scores(actual, q, taus))
             if signal is not None and noise_std:  # the truth's quantiles are known
-                from scipy.stats import norm
-                q_true = signal[..., None] + noise_std * norm.ppf(np.asarray(taus))
+                q_true = signal[..., None] + noise_std * ndtri(np.asarray(taus))
                 metrics[name]["quantile_rmse"] = float(np.sqrt(np.mean((q - q_true) ** 2)))
         if signal is not None and noise_std:  # what a perfect interval would cover here
-            from scipy.stats import norm
             for _, _, pct in Q.intervals(taus):
-                half = noise_std * norm.ppf(0.5 + pct / 200)
+                half = noise_std * ndtri(0.5 + pct / 200)
                 metrics[f"ideal_coverage_{pct}"] = float(np.mean(np.abs(actual - signal)
                                                                  <= half))
 

@@ -130,8 +130,11 @@ def mean_forecast(train_levels: np.ndarray, n: int, horizon: int) -> np.ndarray:
     return np.full((n, horizon), float(np.mean(train_levels)))
 
 
-def ridge_forecast(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray,
-                   alpha: float) -> np.ndarray:
-    """scikit-learn Ridge on the same scaled windows the model sees (model space)."""
+def ridge_model(x_train: np.ndarray, y_train: np.ndarray, alpha: float):
+    """scikit-learn Ridge fitted on the same scaled windows the model sees (model space)."""
     from sklearn.linear_model import Ridge
-    return Ridge(alpha=alpha).fit(x_train, y_train).predict(x_test).reshape(len(x_test), -1)
+    return Ridge(alpha=alpha).fit(x_train, y_train)
+
+
+def ridge_predict(fit, x: np.ndarray) -> np.ndarray:
+    return fit.predict(x).reshape(len(x), -1)

@@ -35,8 +35,8 @@ def detect_season(train_values: np.ndarray) -> dict:
     if max_lag < 2:
         return {"season": 0, "acf": None, "band": band,
                 "reason": f"{n + 1} training values: too few to see a season"}
-    from scipy.stats import norm
-    band = float(norm.isf(0.025 / max_lag) / np.sqrt(n))
+    from scipy.special import ndtri  # the standard normal's quantile function
+    band = float(-ndtri(0.025 / max_lag) / np.sqrt(n))
     acf = autocorrelation(d, max_lag)
     peaks = [k for k in range(2, max_lag) if acf[k] >= acf[k - 1] and acf[k] >= acf[k + 1]
              and acf[k] > band]

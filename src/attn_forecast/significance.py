@@ -38,8 +38,8 @@ def diebold_mariano(loss_a: np.ndarray, loss_b: np.ndarray, h: int = 1) -> dict:
         return out
     hln = math.sqrt((T + 1 - 2 * h + h * (h - 1) / T) / T)
     stat = float(mean / math.sqrt(var) * hln)
-    from scipy.stats import t as student_t
-    out.update(statistic=stat, p_value=float(2 * student_t.sf(abs(stat), df=T - 1)))
+    from scipy.special import stdtr  # Student's t CDF (scipy.stats costs 0.6 s to import)
+    out.update(statistic=stat, p_value=float(2 * stdtr(T - 1, -abs(stat))))
     return out
 
 
