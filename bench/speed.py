@@ -15,6 +15,8 @@
                 (`make source-baseline` settings) vs the yardstick's whole process on the same
                 settings, measured side by side, with where its wall time goes: DVC before the
                 first stage, each stage (its imports and its own work), DVC after the last
+  dvclive       the train stage process on the source's worked example with `train.live`
+                off and on (DVCLive logging every epoch), alternated, median of 3 each
 
 Timings depend on the machine and on what else runs: compare figures from one run.
 """
@@ -267,6 +269,31 @@ def bench_experiment(ref: Path | None, runs: int = 3) -> None:
     print(f"experiment: where it goes (s): {parts}")
 
 
+def bench_dvclive(runs: int = 3) -> None:
+    sys.path.insert(0, str(ROOT / "src"))
+    from common import source_base
+    work = dvc_copy()
+    params = source_base(BASE)
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    timed(["dvc", "repro", "prepare"], work)
+    cmd = [sys.executable, "stages/train.py", "--prepared", "data/prepared",
+           "--model", "models/model.pt", "--history", "reports/train/history.csv"]
+    env = {**ENV, "PYTHONPATH": "src"}
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(runs):
+        for live in (False, True):
+            params["train"]["live"] = live
+            (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+            t0 = time.perf_counter()
+            subprocess.run(cmd, cwd=work, env=env, check=True, capture_output=True)
+            times[live].append(time.perf_counter() - t0)
+    steps = len((work / "dvclive/plots/metrics/train_loss.tsv").read_text().splitlines()) - 1
+    shutil.rmtree(work)
+    off, on = (sorted(times[k])[runs // 2] for k in (False, True))
+    print(f"dvclive: train stage {off:.2f} s with train.live off, {on:.2f} s on ({steps} epochs "
+          f"logged; median of {runs}): DVCLive costs {on - off:.2f} s per run (budget 0.3 s)")
+
+
 def bench_queue() -> None:
     grid = "train.lr=0.001,0.002,0.005,0.01"
     times = {}
@@ -302,7 +329,8 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reference", type=Path, help="the source's worked-example script")
     ap.add_argument("--only", nargs="*", default=["train_small", "train_large", "memory",
-                                                  "repro", "queue", "experiment"])
+                                                  "repro", "queue", "experiment",
+                                                  "dvclive"])
     ap.add_argument("--big-points", type=int, default=10_000_000)
     ap.add_argument("--train-limit", type=float, default=0.0,
                     help="stop the 10M-point train epoch after this many seconds (default 0: "
@@ -324,6 +352,8 @@ def main() -> None:
             bench_queue()
         elif name == "experiment":
             bench_experiment(ref)
+        elif name == "dvclive":
+            bench_dvclive()
 
 
 if __name__ == "__main__":

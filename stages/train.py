@@ -2,7 +2,8 @@
 
 out: checkpoint (state_dict + model settings + prepare metadata + the full-precision history;
 loads with ``weights_only=True``) and the per-epoch history CSV ``epoch, train_loss, val_loss,
-lr`` (of the first member, with ``train.ensemble`` > 1).
+lr`` (of the first member, with ``train.ensemble`` > 1). With ``train.live: true`` the same rows
+go to DVCLive's ``dvclive/`` after every epoch, for watching the run (not a DVC output).
 
 With ``train.nproc`` > 1 the stage relaunches itself under ``torch.distributed.run`` as
 DistributedDataParallel (gloo on CPU, NCCL on GPU); rank 0 writes the outputs. It can also be
@@ -20,6 +21,7 @@ import torch
 from attn_forecast.cpu import unpin_torch
 from attn_forecast.errors import run_cli
 from attn_forecast.io import write_csv
+from attn_forecast.live import epoch_logger
 from attn_forecast.metrics import CSV_DIGITS
 from attn_forecast.model import n_parameters, save_checkpoint
 from attn_forecast.params import load_params
@@ -62,12 +64,15 @@ def main(argv: list[str] | None = None) -> FitResult | None:
     cal = torch.from_numpy(prep.cal).to(dist.device) if prep.cal is not None else None
     ends = {part: torch.from_numpy(prep.split.ends(part)).to(dist.device)
             for part in ("train", "val")}
+    live = epoch_logger(p.live and dist.rank == 0)  # DVCLive: rank 0 only
     try:
         model, results = train_model(settings, z, ends["train"], ends["val"], p, dist.device,
                                      wrap=dist.wrapper(p.compile), rank=dist.rank,
-                                     world=dist.world, cal=cal)
+                                     world=dist.world, cal=cal, on_epoch=live)
     finally:
         dist.close()
+        if live is not None:
+            live.close()
     res = results[0]
     if dist.rank != 0:
         return res

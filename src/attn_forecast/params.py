@@ -141,6 +141,7 @@ class TrainParams(_Section):
     # torch intra-op threads in every stage that runs torch: auto (by the job's size) or N
     threads: AutoOrInt = "auto"
     ensemble: Int = Field(1, ge=1)     # models with seeds seed .. seed + N - 1, mean forecast
+    live: Bool = False                 # log every epoch through DVCLive into dvclive/
 
 
 BASELINES = ("naive", "seasonal_naive", "mean", "ridge", "ets", "theta", "arima")

@@ -269,7 +269,8 @@ def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.op
 def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
         val_ends: torch.Tensor, window: int, horizon: int, p: TrainParams,
         step_model: nn.Module | None = None, progress: bool | Progress | None = None,
-        rank: int = 0, world: int = 1, cal: torch.Tensor | None = None) -> FitResult:
+        rank: int = 0, world: int = 1, cal: torch.Tensor | None = None,
+        on_epoch: Callable[[dict], None] | None = None) -> FitResult:
     """Train ``model`` in place on the windows ending at ``train_ends``.
 
     ``series`` (n,) and the index tensors are on the training device. With a validation part
@@ -283,7 +284,8 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     ``progress``: a :class:`Progress`, or whether to show the default one (default: on rank 0).
     ``cal`` (n, C): calendar features aligned with ``series`` (the model's calendar inputs).
     ``p.max_steps`` > 0 ends training after the epoch in which that many optimizer steps are
-    done. Raises UserInputError if the loss stops being finite, and :class:`Interrupted` (naming the
+    done. ``on_epoch`` is called with each epoch's history row (DVCLive logging).
+    Raises UserInputError if the loss stops being finite, and :class:`Interrupted` (naming the
     epoch) on Ctrl-C.
     """
     step_model = model if step_model is None else step_model  # (a Module has no truth value)
@@ -338,6 +340,8 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
                     stale += 1
             res.history.append({"epoch": epoch, "train_loss": train_loss,
                                 "val_loss": val_loss, "lr": lr})
+            if on_epoch is not None:
+                on_epoch(res.history[-1])
             bar.update(epoch, train_loss, val_loss)
             if (p.patience and stale >= p.patience) or (p.max_steps and steps >= p.max_steps):
                 break
@@ -358,11 +362,14 @@ def train_model(settings: ModelSettings, series: torch.Tensor, train_ends: torch
                 val_ends: torch.Tensor, p: TrainParams, device: torch.device,
                 wrap: Callable[[nn.Module], nn.Module] | None = None,
                 progress: bool | None = None, rank: int = 0, world: int = 1,
-                cal: torch.Tensor | None = None) -> tuple[nn.Module, list[FitResult]]:
+                cal: torch.Tensor | None = None,
+                on_epoch: Callable[[dict], None] | None = None
+                ) -> tuple[nn.Module, list[FitResult]]:
     """Build and fit the model (``p.ensemble`` > 1: that many members with seeds ``p.seed``,
     ``p.seed + 1``, ...; their mean is the forecast). Each member starts from its own seed, so
     member 0 is exactly the single model of ``ensemble: 1``. ``wrap`` makes a member's
-    forward-pass module (torch.compile, DistributedDataParallel)."""
+    forward-pass module (torch.compile, DistributedDataParallel). ``on_epoch`` sees the
+    first member's epochs (the history CSV's)."""
     members, results = [], []
     for i in range(p.ensemble):
         seed = p.seed + i
@@ -373,6 +380,7 @@ def train_model(settings: ModelSettings, series: torch.Tensor, train_ends: torch
         results.append(fit(model, series, train_ends, val_ends, settings.window,
                            settings.horizon, member_p,
                            step_model=wrap(model) if wrap else None, progress=progress,
-                           rank=rank, world=world, cal=cal))
+                           rank=rank, world=world, cal=cal,
+                           on_epoch=on_epoch if i == 0 else None))
         members.append(model)
     return (members[0] if len(members) == 1 else Ensemble(members)), results
