@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> dict:
     index = out / "folds.json"
     before = {f["file"]: f["key"] for f in (read_json(index)["folds"] if index.is_file() else [])}
     if not folds:
-        for stale in out.glob("origin_*.pt"):
+        for stale in out.glob("*.pt"):  # any checkpoint: the folder is what DVC hashes
             stale.unlink()
         write_json(index, {"folds": []})
         print(f"backtest_train: off (backtest.folds 0) -> {out}")
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict:
                                 str(out / e["file"]), e["key"], threads) for e in todo]
             for run in runs:
                 run.result()
-    for stale in out.glob("origin_*.pt"):
+    for stale in out.glob("*.pt"):
         if stale.name not in {e["file"] for e in entries}:
             stale.unlink()
     write_json(index, {"folds": entries})

@@ -84,6 +84,20 @@ def test_more_folds_of_a_fixed_size_train_only_the_new_ones(bt):
     assert "3 folds, 1 trained (2 unchanged)" in _out(more)
 
 
+def test_folds_off_leaves_only_the_index_whatever_the_folder_held(bt):
+    # the folder is a persistent output that DVC hashes whole: a checkpoint left from an
+    # earlier run (or an older file name) would make dvc.lock differ from a fresh clone's
+    proj = bt.proj
+    folder = proj.path / "models/backtest"
+    assert len(list(folder.glob("origin_*.pt"))) == 3
+    (folder / "fold_1.pt").write_bytes(b"an older run's checkpoint")
+    proj.update_params({"backtest.folds": 0})
+    res = proj.run(["dvc", "repro"], timeout=300)
+    assert res.returncode == 0, _out(res)
+    assert sorted(f.name for f in folder.iterdir()) == ["folds.json"]
+    assert json.loads((folder / "folds.json").read_text()) == {"folds": []}
+
+
 def test_seed_ensemble_reports_the_spread(bt):
     proj = bt.proj
     proj.update_params({"train.ensemble": 3})
