@@ -11,8 +11,8 @@ import argparse
 import numpy as np
 import pandas as pd
 
-from attn_forecast.data import source_settings
-from attn_forecast.errors import run_cli
+from attn_forecast.data import FEATURE_PREFIX, source_settings
+from attn_forecast.errors import UserInputError, run_cli
 from attn_forecast.params import check_patches, load_params
 from attn_forecast.windows import choose_auto, prepare, save_prepared
 
@@ -28,6 +28,12 @@ def main(argv: list[str] | None = None) -> None:
     raw = pd.read_csv(args.series)
     t = raw["t"].to_numpy(np.float64 if raw["t"].dtype.kind in "iuf" else str)
     levels = raw["value"].to_numpy(np.float64)
+    names = params.data.csv_feature_columns if params.data.kind == "csv" else []
+    missing = [n for n in names if FEATURE_PREFIX + n not in raw.columns]
+    if missing:  # a series CSV written before the features were asked for
+        raise UserInputError(f"{args.series} has no column for feature {missing[0]!r}; run "
+                             "the generate stage again (dvc repro)")
+    features = {n: raw[FEATURE_PREFIX + n].to_numpy(np.float64) for n in names}
     auto = choose_auto(levels, p.test_frac, p.val_frac, p.window,  # the training part only
                        params.model.patch_len, params.model.patch_stride)
     window = auto["window"]["window"] if "window" in auto else p.window
@@ -35,11 +41,13 @@ def main(argv: list[str] | None = None) -> None:
     prep = prepare(levels, raw["signal"].to_numpy(np.float64), t, window=window,
                    horizon=p.horizon, test_frac=p.test_frac, val_frac=p.val_frac,
                    scaler=p.scaler, transform=p.transform, source=source_settings(params.data),
-                   time_features=p.time_features, auto=auto)
+                   time_features=p.time_features, auto=auto, features=features,
+                   feature_transforms=p.feature_transforms)
     save_prepared(args.out, prep)
     n = prep.meta()["n_windows"]
     print(f"prepare: {n['train']} train / {n['val']} val / {n['test']} test windows of "
-          f"{window} -> {p.horizon}, scaler {p.scaler}, transform {p.transform} -> {args.out}")
+          f"{window} -> {p.horizon}, scaler {p.scaler}, transform {p.transform}"
+          + (f", features {', '.join(names)}" if names else "") + f" -> {args.out}")
     print(f"prepare: season of the training part: {auto['season']['season'] or 'none'} "
           f"({auto['season']['reason']})"
           + (f"; window {window} ({auto['window']['reason']})" if "window" in auto else ""))

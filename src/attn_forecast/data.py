@@ -64,7 +64,9 @@ def _frame(value: np.ndarray, signal: np.ndarray | None, t=None) -> pd.DataFrame
 PARAM_KEYS = {"path": "data.csv_path", "column": "data.csv_column",
               "time_column": "data.csv_time_column", "time_format": "data.csv_time_format",
               "sep": "data.csv_sep", "decimal": "data.csv_decimal",
-              "thousands": "data.csv_thousands", "missing": "data.missing"}
+              "thousands": "data.csv_thousands", "missing": "data.missing",
+              "features": "data.csv_feature_columns"}
+FEATURE_PREFIX = "feature:"  # the raw series CSV's column of each feature (feature:volume)
 
 
 def _line(mask: pd.Series) -> int:
@@ -190,12 +192,15 @@ def _fill(values: pd.Series, t: pd.Series, empty: pd.Series, missing: str, where
 
 def read_csv_series(path: str | Path, column: str = "value", time_column: str = "",
                     missing: str = "error", *, time_format: str = "auto", sep: str = ",",
-                    decimal: str = ".", thousands: str = "", keys: dict | None = None
-                    ) -> pd.DataFrame:
+                    decimal: str = ".", thousands: str = "", features: list[str] = (),
+                    keys: dict | None = None) -> pd.DataFrame:
     """A user's series from a CSV file, checked and sorted by its time column.
 
     ``sep``, ``decimal`` and ``thousands`` are pandas' dialect options (``thousands`` ''
     for none); ``time_format`` is ``auto`` or a strftime format (see :func:`parse_times`).
+    ``features``: more numeric columns read beside ``column`` (past covariates), returned as
+    ``feature:<name>`` columns; their empty cells follow ``missing`` like the value's (with
+    ``drop``, a row with any empty cell goes).
     ``keys`` name the settings in error messages (params keys for the generate stage,
     command-line flags for the forecast command).
     """
@@ -211,7 +216,8 @@ def read_csv_series(path: str | Path, column: str = "value", time_column: str = 
         first = str(err).strip().splitlines()[0] if str(err).strip() else "empty file"
         raise DataError(f"{path}: not a readable CSV file ({first})") from None
     raw.columns = [str(c).strip() for c in raw.columns]
-    for key, name in ((keys["column"], column), (keys["time_column"], time_column)):
+    wanted = [(keys["column"], column), (keys["time_column"], time_column)]
+    for key, name in wanted + [(keys["features"], f) for f in features]:
         if name and name not in raw.columns:
             have = ", ".join(map(str, raw.columns)) or "none"
             raise DataError(f"{key}: column {name!r} not in {path} (columns: {have})"
@@ -220,6 +226,11 @@ def read_csv_series(path: str | Path, column: str = "value", time_column: str = 
     text = raw[column].str.strip()
     values = _to_numbers(text, column, decimal, thousands, str(path), keys)
     empty = text == ""
+    extra = {}
+    for name in features:
+        cells = raw[name].str.strip()
+        extra[name] = (_to_numbers(cells, name, decimal, thousands, str(path), keys),
+                       cells == "")
 
     t = raw[time_column].str.strip() if time_column else pd.Series(np.arange(len(raw)))
     if time_column:
@@ -232,16 +243,38 @@ def read_csv_series(path: str | Path, column: str = "value", time_column: str = 
         order = np.argsort(key.to_numpy(), kind="stable")
         key = key.iloc[order].reset_index(drop=True)
         values, empty = values.iloc[order], empty.iloc[order]
+        extra = {n: (v.iloc[order], e.iloc[order]) for n, (v, e) in extra.items()}
         t = pd.Series(iso_times(key)) if key.dtype.kind == "M" else key
     values = values.reset_index(drop=True)
     t = t.reset_index(drop=True)
     empty = empty.reset_index(drop=True)
+    extra = {n: (v.reset_index(drop=True), e.reset_index(drop=True))
+             for n, (v, e) in extra.items()}
 
+    if missing == "drop" and extra:  # one row set for every column
+        keep = ~(empty | np.logical_or.reduce([e for _, e in extra.values()]))
+        if keep.all():
+            pass
+        elif not keep.any():
+            raise DataError(f"{path}: every row has an empty cell in {column!r} or a feature")
+        else:
+            values, t, empty = values[keep], t[keep], empty[keep]
+            extra = {n: (v[keep], e[keep]) for n, (v, e) in extra.items()}
+            values, t, empty = (x.reset_index(drop=True) for x in (values, t, empty))
+            extra = {n: (v.reset_index(drop=True), e.reset_index(drop=True))
+                     for n, (v, e) in extra.items()}
+    filled = {}
+    for name, (v, e) in extra.items():
+        filled[name] = _fill(v, t, e, missing, f"{path}: column {name!r}", keys)[0] \
+            if e.any() else v
     if empty.any():
         values, t = _fill(values, t, empty, missing, f"{path}: column {column!r}", keys)
     if values.isna().all() or len(values) == 0:
         raise DataError(f"{path}: column {column!r} holds no values")
-    return _frame(values.to_numpy(dtype=np.float64), None, t=t.to_numpy())
+    frame = _frame(values.to_numpy(dtype=np.float64), None, t=t.to_numpy())
+    for name, v in filled.items():
+        frame[FEATURE_PREFIX + name] = v.to_numpy(dtype=np.float64)
+    return frame
 
 
 def check_inside(csv_path: str | Path, folder: str | Path) -> None:
@@ -262,14 +295,14 @@ def load_series(p: DataParams) -> pd.DataFrame:
     if p.kind == "random_walk":
         return random_walk(p)
     return read_csv_series(p.csv_path, p.csv_column, p.csv_time_column, p.missing,
-                           **csv_dialect(p))
+                           features=p.csv_feature_columns, **csv_dialect(p))
 
 
 def source_settings(p: DataParams) -> dict:
     """What the forecast command needs to read a file as the training did (in the checkpoint)."""
     return {"kind": p.kind, "column": p.csv_column if p.kind == "csv" else "value",
             "time_column": p.csv_time_column if p.kind == "csv" else "",
-            "missing": p.missing, **csv_dialect(p)}
+            "missing": p.missing, "features": list(p.csv_feature_columns), **csv_dialect(p)}
 
 
 def csv_dialect(p: DataParams) -> dict:
@@ -277,3 +310,30 @@ def csv_dialect(p: DataParams) -> dict:
     the checkpoint, so the forecast command reads the file the same way)."""
     return {"time_format": p.csv_time_format, "sep": p.csv_sep, "decimal": p.csv_decimal,
             "thousands": p.csv_thousands}
+
+
+def ohlcv(n_points: int, seed: int, lead: float = 0.0, volatility: float = 0.01,
+          start_price: float = 100.0) -> pd.DataFrame:
+    """Daily bars ``date, open, high, low, close, volume`` of a geometric random walk.
+
+    ``lead`` 0: the volume is drawn apart from the prices, so nothing in the bars tells the
+    next close (no skill can exist). ``lead`` > 0: the next bar's log return is
+    ``lead * volatility * u`` plus noise of std ``volatility``, where ``u`` is this bar's
+    standardized log volume: the volume leads the price by design. Seeded.
+    """
+    rs = np.random.RandomState(seed)
+    u = rs.standard_normal(n_points)                       # standardized log volume
+    eps = rs.standard_normal(n_points) * volatility
+    r = eps.copy()
+    r[1:] += lead * volatility * u[:-1]                     # yesterday's volume, today's move
+    r[0] = 0.0
+    close = start_price * np.exp(np.cumsum(r))
+    open_ = np.concatenate([[start_price], close[:-1]]) * np.exp(
+        rs.standard_normal(n_points) * volatility * 0.2)
+    wick = np.abs(rs.standard_normal((2, n_points))) * volatility * 0.5
+    high = np.maximum(open_, close) * np.exp(wick[0])
+    low = np.minimum(open_, close) * np.exp(-wick[1])
+    volume = np.round(np.exp(13.0 + 0.5 * u))
+    dates = pd.bdate_range("2015-01-02", periods=n_points).strftime("%Y-%m-%d")
+    return pd.DataFrame({"date": dates, "open": open_, "high": high, "low": low,
+                         "close": close, "volume": volume})

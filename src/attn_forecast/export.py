@@ -125,5 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.format == "onnx" and not args.out.endswith(".onnx"):
         raise UserInputError(f"--out must end in .onnx for --format onnx, got {args.out}")
     model = model_from_payload(payload)
+    if model.settings.n_features:
+        raise UserInputError("export: a model with data.csv_feature_columns cannot be exported "
+                             "yet (only calendar features and the series); the forecast "
+                             "command serves it")
     meta_path = export(model, payload["prepare"], args.out, args.format)
     print(f"export: {model.settings.kind} model -> {args.out} and {meta_path}")

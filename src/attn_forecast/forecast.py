@@ -18,32 +18,71 @@ import pandas as pd
 import torch
 
 from .calendar import time_features
-from .data import read_csv_series
+from .data import FEATURE_PREFIX, read_csv_series
 from .errors import UserInputError, run_cli
 from .io import write_csv
 from .model import model_from_payload
-from .windows import Scaler, to_levels, to_model_series, transform_offset
+from .windows import Scaler, apply_features, to_levels, to_model_series, transform_offset
 
 
-def forecast_levels(model: torch.nn.Module, meta: dict, levels: np.ndarray,
-                    steps: int, times: np.ndarray | None = None) -> np.ndarray:
-    """The next ``steps`` levels after ``levels``, recursively in chunks of the horizon.
-    A model with calendar inputs also needs the series' ``times`` (ISO 8601)."""
-    window, kind, horizon = meta["window"], meta["transform"], meta["horizon"]
-    names = meta.get("time_features") or []
-    cal = None
+def _inputs(meta: dict, times: np.ndarray | None, features: np.ndarray | None, n: int,
+            extra: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The model's per-step side inputs for a history of ``n`` levels: calendar features of
+    the history's and the next ``extra`` time stamps (level-aligned), and the past covariates
+    of the history (z-aligned, scaled as in training). None where the model has none."""
+    names, feats = meta.get("time_features") or [], meta.get("features") or []
+    cal = fz = None
     if names:
         if times is None:
             raise UserInputError("this model takes calendar features "
                                  f"({', '.join(names)}): give the series' time column")
-        future = next_times(np.asarray(times), steps + horizon)
+        future = next_times(np.asarray(times), extra)
         cal = time_features(np.concatenate([np.asarray(times).astype(str), future]), names)
+    if feats:
+        if features is None or features.shape[1] != len(feats):
+            raise UserInputError(f"this model takes the feature columns {', '.join(feats)}: "
+                                 "the CSV must hold them")
+        fz = apply_features(features[:n], meta)
+    return cal, fz
+
+
+def _side(cal: np.ndarray | None, fz: np.ndarray | None, n: int, off: int, window: int,
+          horizon: int) -> tuple | None:
+    """(inputs (1, W, C + F), targets (1, H, C + F)) for the window ending after level n - 1;
+    the target times' feature columns are zeros (the model never reads them)."""
+    if cal is None and fz is None:
+        return None
+    parts_x, parts_y = [], []
+    if cal is not None:  # level-aligned: the inputs are levels n - W .. n - 1
+        parts_x.append(cal[n - window:n])
+        parts_y.append(cal[n:n + horizon])
+    if fz is not None:   # z-aligned (z row j is level j + off)
+        parts_x.append(fz[n - off - window:n - off])
+        parts_y.append(np.zeros((horizon, fz.shape[1]), dtype=np.float32))
+    return (torch.from_numpy(np.concatenate(parts_x, axis=1))[None],
+            torch.from_numpy(np.concatenate(parts_y, axis=1))[None])
+
+
+def forecast_levels(model: torch.nn.Module, meta: dict, levels: np.ndarray,
+                    steps: int, times: np.ndarray | None = None,
+                    features: np.ndarray | None = None) -> np.ndarray:
+    """The next ``steps`` levels after ``levels``, recursively in chunks of the horizon.
+    A model with calendar inputs also needs the series' ``times`` (ISO 8601), one with past
+    covariates their raw columns ``features`` (n_levels, F); their future values are not
+    known, so such a model forecasts its horizon at most."""
+    window, kind, horizon = meta["window"], meta["transform"], meta["horizon"]
+    if meta.get("features") and steps > horizon:
+        raise UserInputError(f"--steps must be <= {horizon} (the model's horizon) for a model "
+                             f"with feature columns ({', '.join(meta['features'])}): their "
+                             "future values are not known, so it cannot feed forecasts back in")
     scaler = Scaler(**meta["scaler"])
-    need = window + transform_offset(kind)
+    off = transform_offset(kind)
+    need = window + off
     if len(levels) < need:
         raise UserInputError(f"the series has {len(levels)} values; this model needs at "
                              f"least {need} (window {window}"
                              + (f" + 1 for the {kind} transform)" if need > window else ")"))
+    cal, fz = _inputs(meta, times, features, len(levels), steps + horizon)
     hist = levels.astype(np.float64).copy()
     out: list[float] = []
     model.eval()
@@ -51,11 +90,7 @@ def forecast_levels(model: torch.nn.Module, meta: dict, levels: np.ndarray,
         while len(out) < steps:
             z = scaler.transform(to_model_series(hist[-need:], kind))[-window:]
             x = torch.tensor(z, dtype=torch.float32)[None, :]
-            c = None
-            if cal is not None:  # the inputs' time stamps and the next H targets'
-                n = len(hist)
-                c = (torch.from_numpy(cal[n - window:n])[None],
-                     torch.from_numpy(cal[n:n + horizon])[None])
+            c = _side(cal, fz, len(hist), off, window, horizon)
             z_pred = scaler.inverse(model(x, cal=c)[0].double().numpy())
             new = to_levels(z_pred, hist[-1:], kind)[0]
             out.extend(new.tolist())
@@ -64,24 +99,21 @@ def forecast_levels(model: torch.nn.Module, meta: dict, levels: np.ndarray,
 
 
 def forecast_quantiles(model: torch.nn.Module, meta: dict, levels: np.ndarray,
-                       times: np.ndarray | None = None) -> np.ndarray:
+                       times: np.ndarray | None = None,
+                       features: np.ndarray | None = None) -> np.ndarray:
     """(H, Q) quantiles of the next H levels from the series' last window (a model with a
     quantile head). Recursion past the horizon is not sampled: beyond H only the median is
     forecast (by :func:`forecast_levels`)."""
     window, kind, horizon = meta["window"], meta["transform"], meta["horizon"]
     scaler = Scaler(**meta["scaler"])
-    need = window + transform_offset(kind)
+    off = transform_offset(kind)
+    need = window + off
     if len(levels) < need:
-        forecast_levels(model, meta, levels, 1, times)  # raises the clear message
+        forecast_levels(model, meta, levels, 1, times, features)  # raises the clear message
     hist = levels.astype(np.float64)
     z = scaler.transform(to_model_series(hist[-need:], kind))[-window:]
-    c = None
-    names = meta.get("time_features") or []
-    if names:
-        future = next_times(np.asarray(times), horizon)
-        cal = time_features(np.concatenate([np.asarray(times).astype(str)[-window:], future]),
-                            names)
-        c = (torch.from_numpy(cal[:window])[None], torch.from_numpy(cal[window:])[None])
+    cal, fz = _inputs(meta, times, features, len(hist), horizon)
+    c = _side(cal, fz, len(hist), off, window, horizon)
     model.eval()
     with torch.no_grad():
         zq = model(torch.tensor(z, dtype=torch.float32)[None, :], cal=c,
@@ -137,7 +169,8 @@ def load_payload(path: str) -> dict:
 
 FLAGS = {"path": "--csv", "column": "--column", "time_column": "--time-column",
          "time_format": "--time-format", "sep": "--sep", "decimal": "--decimal",
-         "thousands": "--thousands", "missing": "--missing"}
+         "thousands": "--thousands", "missing": "--missing",
+         "features": "the model's feature columns"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -172,15 +205,17 @@ def main(argv: list[str] | None = None) -> None:
                                ("time_format", "auto"), ("sep", ","), ("decimal", "."),
                                ("thousands", ""), ("missing", "error"))}
     model = model_from_payload(payload)
-    series = read_csv_series(args.csv, keys=FLAGS, **read)
+    names = payload["prepare"].get("features") or []
+    series = read_csv_series(args.csv, keys=FLAGS, features=names, **read)
     meta, levels, times = payload["prepare"], series["value"].to_numpy(), series["t"].to_numpy()
-    values = forecast_levels(model, meta, levels, args.steps, times)
+    feats = series[[FEATURE_PREFIX + n for n in names]].to_numpy() if names else None
+    values = forecast_levels(model, meta, levels, args.steps, times, feats)
     out = pd.DataFrame({"step": np.arange(1, args.steps + 1),
                         "time": next_times(times, args.steps), "forecast": values})
     taus = list(model.settings.quantiles)
     note = ""
     if taus:  # the quantile head's forecasts for the first horizon's steps
-        q = forecast_quantiles(model, meta, levels, times)
+        q = forecast_quantiles(model, meta, levels, times, feats)
         H = min(len(q), args.steps)
         for k, tau in enumerate(taus):
             if tau != 0.5:

@@ -21,10 +21,12 @@ model learns the change from seasonal naive. Each lets a model trained on one le
 another (a trend carries the test part past every training value).
 
 Calendar features (C of them, ``prepare.time_features``) enter with each token (of its newest
-step) and, for the target times, beside the pooled vector. The highway (LSTNet's
-autoregressive component, Lai et al. 2018) adds a linear forecast from the window, so the
-attention part models what a linear autoregression misses; on short series it keeps the model
-from doing worse than its linear part.
+step) and, for the target times, beside the pooled vector. Past covariates (F of them,
+``data.csv_feature_columns``) enter with each input step's token only, after the calendar:
+the ``cal`` tensors carry C + F columns, and the target times' F columns are never read.
+The highway (LSTNet's autoregressive component, Lai et al. 2018) adds a linear forecast from
+the window, so the attention part models what a linear autoregression misses; on short series
+it keeps the model from doing worse than its linear part.
 """
 from __future__ import annotations
 
@@ -58,6 +60,7 @@ class ModelSettings:
     patch_len: int = 0             # 0: one token per step
     patch_stride: int = 0          # 0: patch_len (patches side by side)
     n_time_features: int = 0       # calendar inputs per time step (sin/cos pairs)
+    n_features: int = 0            # past covariates per input step (data.csv_feature_columns)
     season: int = 0                # instance_norm seasonal: the period (steps)
     quantiles: tuple = ()          # quantile levels of the head ((): a point forecast)
     highway: bool = False          # + a linear map of the window (LSTNet's autoregressive path)
@@ -166,11 +169,13 @@ def _outputs(s: ModelSettings, y: torch.Tensor, quantiles: bool) -> torch.Tensor
     return q if quantiles else q[..., list(s.quantiles).index(0.5)]
 
 
-def _with_future(pooled: torch.Tensor, cal: tuple | None) -> torch.Tensor:
-    """The pooled (B, d) vector beside the target times' calendar features (B, H * C)."""
-    if cal is None:
+def _with_future(pooled: torch.Tensor, cal: tuple | None, s: ModelSettings) -> torch.Tensor:
+    """The pooled (B, d) vector beside the target times' calendar features (B, H * C). The
+    past covariates' columns of the target times (after the calendar's) are never read: they
+    are not known when the forecast is made."""
+    if cal is None or not s.n_time_features:
         return pooled
-    return torch.cat([pooled, cal[1].flatten(1)], dim=1)
+    return torch.cat([pooled, cal[1][..., :s.n_time_features].flatten(1)], dim=1)
 
 
 class Block(nn.Module):
@@ -201,7 +206,7 @@ class AttentionForecaster(nn.Module):
         p, _ = s.patch
         T = s.n_tokens
         # creation order = the source's, so a seed gives the source's initial weights
-        self.embedding = nn.Linear(p + s.n_time_features, s.d_model)
+        self.embedding = nn.Linear(p + s.n_time_features + s.n_features, s.d_model)
         if s.positional == "learned":
             self.pos = nn.Parameter(torch.randn(T, s.d_model) * 0.02)
         else:
@@ -239,7 +244,8 @@ class AttentionForecaster(nn.Module):
             weights.append(w)
         h = self.norm(h)
         pooled = h[:, -1] if self.settings.pooling == "last" else h.mean(dim=1)  # (B, d)
-        y = _outputs(self.settings, self.head(_with_future(pooled, cal)), quantiles)
+        y = _outputs(self.settings, self.head(_with_future(pooled, cal, self.settings)),
+                     quantiles)
         if self.highway is not None:
             y = y + (self.highway(x).unsqueeze(-1) if y.dim() == 3 else self.highway(x))
         if stats is not None:
@@ -253,7 +259,7 @@ class LSTMForecaster(nn.Module):
     def __init__(self, s: ModelSettings) -> None:
         super().__init__()
         self.settings = s
-        self.lstm = nn.LSTM(1 + s.n_time_features, s.d_model, num_layers=s.n_layers,
+        self.lstm = nn.LSTM(1 + s.n_time_features + s.n_features, s.d_model, num_layers=s.n_layers,
                             batch_first=True, dropout=s.dropout if s.n_layers > 1 else 0.0)
         self.head = _head(s)
         self.inorm = InstanceNorm(s.instance_norm, s.revin_affine, season=s.season,
@@ -268,7 +274,8 @@ class LSTMForecaster(nn.Module):
         inp = x.unsqueeze(-1) if cal is None else torch.cat([x.unsqueeze(-1), cal[0]], dim=-1)
         out, _ = self.lstm(inp)  # (B, W, d)
         pooled = out[:, -1] if self.settings.pooling == "last" else out.mean(dim=1)
-        y = _outputs(self.settings, self.head(_with_future(pooled, cal)), quantiles)
+        y = _outputs(self.settings, self.head(_with_future(pooled, cal, self.settings)),
+                     quantiles)
         if self.highway is not None:
             y = y + (self.highway(x).unsqueeze(-1) if y.dim() == 3 else self.highway(x))
         if stats is not None:

@@ -76,10 +76,17 @@ class DataParams(_Section):
     csv_decimal: str = Field(".", min_length=1, max_length=1)
     csv_thousands: str = Field("", max_length=1)  # '' = none
     missing: Literal["error", "ffill", "drop"] = "error"  # ffill: carry the last value forward
+    # past covariates read beside csv_column (e.g. [open, high, low, volume]): model inputs of
+    # the input steps only, never of the target times; each z-scored on the training part
+    csv_feature_columns: list[str] = Field(default_factory=list)
 
 
 TIME_FEATURES = ("minute", "hour", "dayofweek", "dayofmonth", "dayofyear", "month")
 TimeFeature = Literal["minute", "hour", "dayofweek", "dayofmonth", "dayofyear", "month"]
+
+
+FEATURE_TRANSFORMS = ("none", "diff", "log_return", "log1p")
+FeatureTransform = Literal["none", "diff", "log_return", "log1p"]
 
 
 class PrepareParams(_Section):
@@ -90,6 +97,9 @@ class PrepareParams(_Section):
     scaler: Literal["zscore", "minmax", "none"] = "none"  # the source trains on raw values
     transform: Literal["none", "diff", "log_return"] = "none"
     time_features: list[TimeFeature] = Field(default_factory=list)  # calendar inputs
+    # one per data.csv_feature_columns entry ([] = none for all): none | diff | log_return |
+    # log1p (prices: log_return for open, high, low; log1p for volume)
+    feature_transforms: list[FeatureTransform] = Field(default_factory=list)
 
 
 class ModelParams(_Section):
@@ -270,6 +280,24 @@ def _check_combinations(p: Params) -> None:
     if d.csv_time_format != "auto" and "%" not in d.csv_time_format:
         raise ParamsError("params.yaml: data.csv_time_format must be auto or a strftime "
                           f"format such as '%d/%m/%Y', got {d.csv_time_format!r}")
+    feats, tf = d.csv_feature_columns, p.prepare.feature_transforms
+    if feats and d.kind != "csv":
+        raise ParamsError("params.yaml: data.csv_feature_columns needs data.kind csv, got "
+                          f"{d.kind!r}; set data.csv_feature_columns to []")
+    clash = [c for c in feats if feats.count(c) > 1 or c in (d.csv_column, d.csv_time_column)
+             or not c.strip()]
+    if clash:
+        raise ParamsError(
+            f"params.yaml: data.csv_feature_columns must name distinct columns other than "
+            f"data.csv_column and data.csv_time_column, got {clash[0]!r} in {feats}")
+    if tf and len(tf) != len(feats):
+        raise ParamsError(
+            f"params.yaml: prepare.feature_transforms must be [] or hold one transform per "
+            f"data.csv_feature_columns entry ({len(feats)}), got {len(tf)}: {tf}")
+    if feats and p.model.kind == "attention" and p.model.patch_len > 1:
+        raise ParamsError("params.yaml: data.csv_feature_columns works with one token per step "
+                          "(model.patch_len 0 or 1), got model.patch_len "
+                          f"{p.model.patch_len}")
     if p.data.kind == "csv" and not p.data.csv_path:
         raise ParamsError("params.yaml: data.csv_path must name a CSV file when data.kind is csv")
     if p.model.positional == "sinusoidal" and p.model.kind == "attention" and p.model.d_model % 2:

@@ -43,4 +43,5 @@ def model_settings(p: Params, prep: Prepared):
         model["instance_norm"] = "last"
     model["quantiles"] = tuple(model["quantiles"])
     return ModelSettings(window=prep.split.window, horizon=prep.split.horizon,
-                         n_time_features=prep.n_time_features, season=s, **model)
+                         n_time_features=prep.n_time_features, n_features=prep.n_features,
+                         season=s, **model)

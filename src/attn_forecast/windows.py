@@ -168,6 +168,67 @@ def fit_scaler(train_values: np.ndarray, kind: str) -> Scaler:
     return Scaler(kind, center, scale)
 
 
+# ---------------------------------------------------------------- past covariates
+def feature_series(raw: np.ndarray, kind: str, name: str) -> np.ndarray:
+    """One feature column's transform, level-aligned: ``diff`` and ``log_return`` leave the
+    first value NaN (no earlier value to difference with)."""
+    raw = np.asarray(raw, dtype=np.float64)
+    out = np.full(len(raw), np.nan)
+    if kind == "none":
+        return raw.copy()
+    if kind == "log1p":
+        if (raw <= -1).any():
+            i = int(np.flatnonzero(raw <= -1)[0])
+            raise UserInputError(f"prepare.feature_transforms log1p needs values > -1 in "
+                                 f"feature {name!r}, got {raw[i]!r} at row {i + 1}")
+        return np.log1p(raw)
+    if kind == "diff":
+        out[1:] = np.diff(raw)
+        return out
+    if kind == "log_return":
+        if (raw <= 0).any():
+            i = int(np.flatnonzero(raw <= 0)[0])
+            raise UserInputError(f"prepare.feature_transforms log_return needs positive values "
+                                 f"in feature {name!r}, got {raw[i]!r} at row {i + 1}; use "
+                                 "diff, log1p or none")
+        out[1:] = np.diff(np.log(raw))
+        return out
+    raise ValueError(f"unknown feature transform {kind!r}")
+
+
+def fit_features(raw: np.ndarray, names: tuple, kinds: tuple, offset: int, train_end: int
+                 ) -> tuple[list[Scaler], np.ndarray]:
+    """Transform each raw feature column (n_levels, F), align it with the model series (row j
+    is level j + ``offset``, the same step as z[j]) and z-score it on the rows of the training
+    targets only (``[0, train_end)``). Returns the scalers and the (n, F) float32 features;
+    a value with no transform (a differenced column's first row) is 0, the training mean."""
+    cols, scalers = [], []
+    for k, name in enumerate(names):
+        f = feature_series(raw[:, k], kinds[k], name)[offset:]
+        train = f[:train_end][np.isfinite(f[:train_end])]
+        center = float(np.mean(train)) if len(train) else 0.0
+        scale = float(np.std(train)) if len(train) else 0.0
+        if not scale > 0:
+            raise UserInputError(
+                f"data.csv_feature_columns: feature {name!r} is constant over the training "
+                f"part (value {center:g} after its transform {kinds[k]}), so it tells the "
+                "model nothing; drop it")
+        scalers.append(Scaler("zscore", center, scale))
+        cols.append(np.nan_to_num(scalers[-1].transform(f), nan=0.0))
+    return scalers, np.stack(cols, axis=1).astype(np.float32)
+
+
+def apply_features(raw: np.ndarray, meta: dict) -> np.ndarray:
+    """A checkpoint's feature transforms and scalers on new raw columns (n_levels, F) ->
+    (n_levels - offset, F) float32, as :func:`fit_features` made them in training."""
+    off = transform_offset(meta["transform"])
+    cols = []
+    for k, (name, kind) in enumerate(zip(meta["features"], meta["feature_transforms"])):
+        f = feature_series(raw[:, k], kind, name)[off:]
+        cols.append(np.nan_to_num(Scaler(**meta["feature_scalers"][k]).transform(f), nan=0.0))
+    return np.stack(cols, axis=1).astype(np.float32)
+
+
 # ---------------------------------------------------------------- lean windows
 def gather_windows(series: ArrayOrTensor, ends: ArrayOrTensor, window: int, horizon: int
                    ) -> tuple[ArrayOrTensor, ArrayOrTensor]:
@@ -214,6 +275,12 @@ class Prepared:
     cal: np.ndarray | None = None   # (n, C) float32 calendar features, aligned with z
     time_features: tuple = ()       # their names (prepare.time_features)
     auto: dict = field(default_factory=dict)     # what `auto` chose, and why
+    # past covariates (data.csv_feature_columns): raw (n_levels, F) and how they were made;
+    # their scaled values are the last F columns of ``cal``, after the calendar's
+    features: tuple = ()
+    feature_transforms: tuple = ()
+    feature_scalers: tuple = ()
+    feature_raw: np.ndarray | None = None
 
     @property
     def offset(self) -> int:
@@ -238,25 +305,45 @@ class Prepared:
                 "split": asdict(self.split),
                 "n_windows": {p: int(len(self.split.ends(p))) for p in ("train", "val", "test")},
                 "source": self.source, "time_features": list(self.time_features),
-                "auto": self.auto}
+                "auto": self.auto, **({
+                    "features": list(self.features),
+                    "feature_transforms": list(self.feature_transforms),
+                    "feature_scalers": [f.to_dict() for f in self.feature_scalers]}
+                    if self.features else {})}
+
+    @property
+    def n_features(self) -> int:
+        return len(self.features)
 
     @property
     def n_time_features(self) -> int:
-        return 0 if self.cal is None else int(self.cal.shape[1])
+        """Calendar columns of ``cal`` (the features' come after them)."""
+        return 0 if self.cal is None else int(self.cal.shape[1]) - self.n_features
 
 
 def prepare(levels: np.ndarray, signal: np.ndarray, t: np.ndarray, *, window: int,
             horizon: int, test_frac: float, val_frac: float, scaler: str,
             transform: str, source: dict | None = None, time_features: list[str] = (),
-            auto: dict | None = None) -> Prepared:
+            auto: dict | None = None, features: dict[str, np.ndarray] | None = None,
+            feature_transforms: list[str] = ()) -> Prepared:
+    """``features``: raw past-covariate columns by name (level-aligned), with one transform
+    each in ``feature_transforms`` ([] = none for all)."""
     from .calendar import time_features as calendar
     z = to_model_series(levels, transform)
     off = transform_offset(transform)
     split = make_split(len(z), window, horizon, test_frac, val_frac, off)
     fitted = fit_scaler(z[:split.train_end], scaler)  # the train part only
     cal = calendar(t, list(time_features))[off:] if time_features else None  # z-aligned
+    names, kinds, scalers, raw = (), (), (), None
+    if features:
+        names = tuple(features)
+        kinds = tuple(feature_transforms) or ("none",) * len(names)
+        raw = np.stack([np.asarray(features[n], dtype=np.float64) for n in names], axis=1)
+        scalers, feats = fit_features(raw, names, kinds, off, split.train_end)
+        cal = feats if cal is None else np.concatenate([cal, feats], axis=1)
     return Prepared(levels, signal, t, fitted.transform(z).astype(np.float32), split, fitted,
-                    transform, dict(source or {}), cal, tuple(time_features), dict(auto or {}))
+                    transform, dict(source or {}), cal, tuple(time_features), dict(auto or {}),
+                    names, kinds, tuple(scalers), raw)
 
 
 def choose_auto(levels: np.ndarray, test_frac: float, val_frac: float, window: int | str,
@@ -277,15 +364,21 @@ def refit(prep: Prepared, split: Split) -> Prepared:
     raw = to_model_series(prep.levels, prep.transform)
     lo, hi = split.bounds("train")
     fitted = fit_scaler(raw[lo:hi], prep.scaler.kind)
+    cal, scalers = prep.cal, prep.feature_scalers
+    if prep.n_features:  # the features' scalers too, on the fold's training rows only
+        scalers, feats = fit_features(prep.feature_raw, prep.features,
+                                      prep.feature_transforms, prep.offset, hi)
+        cal = np.concatenate([prep.cal[:, :prep.n_time_features], feats], axis=1)
     return replace(prep, z=fitted.transform(raw).astype(np.float32), split=split,
-                   scaler=fitted)
+                   scaler=fitted, cal=cal, feature_scalers=tuple(scalers))
 
 
 def save_prepared(out_dir: str | Path, prep: Prepared) -> None:
     out = Path(out_dir)
     cal = prep.cal if prep.cal is not None else np.zeros((len(prep.z), 0), dtype=np.float32)
+    extra = {"feature_raw": prep.feature_raw} if prep.n_features else {}
     write_npz(out / "series.npz", levels=prep.levels, signal=prep.signal, t=prep.t, z=prep.z,
-              cal=cal)
+              cal=cal, **extra)
     write_json(out / "meta.json", prep.meta())
 
 
@@ -293,7 +386,11 @@ def load_prepared(in_dir: str | Path) -> Prepared:
     d = Path(in_dir)
     arr, meta = read_npz(d / "series.npz"), read_json(d / "meta.json")
     cal = arr.get("cal")
+    names = tuple(meta.get("features", ()))
     return Prepared(arr["levels"], arr["signal"], arr["t"], arr["z"], Split(**meta["split"]),
                     Scaler(**meta["scaler"]), meta["transform"], meta.get("source", {}),
                     cal if cal is not None and cal.shape[1] else None,
-                    tuple(meta.get("time_features", ())), meta.get("auto", {}))
+                    tuple(meta.get("time_features", ())), meta.get("auto", {}), names,
+                    tuple(meta.get("feature_transforms", ())),
+                    tuple(Scaler(**f) for f in meta.get("feature_scalers", ())),
+                    arr.get("feature_raw") if names else None)
