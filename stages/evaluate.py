@@ -2,7 +2,8 @@
 windows.
 
 out: metrics JSON (model + every baseline, original units), test predictions CSV (first step
-ahead), RMSE by steps ahead CSV, attention-by-lag CSV, and the attention weights (npz) the
+ahead; every test window, DVC-cached, and its last 1,000 windows, committed for ``dvc plots``),
+RMSE by steps ahead CSV, attention-by-lag CSV, and the attention weights (npz) the
 figures need.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 
 from attn_forecast.baselines import baseline_taus, check_matches, load_baselines
 from attn_forecast.errors import run_cli
-from attn_forecast.evaluation import evaluate, tables
+from attn_forecast.evaluation import evaluate, plot_sample, tables
 from attn_forecast.io import write_csv, write_json, write_npz
 from attn_forecast.metrics import CSV_DIGITS, rounded
 from attn_forecast.model import load_checkpoint
@@ -33,7 +34,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--model", required=True)
     ap.add_argument("--baselines", required=True, help="npz written by the baselines stage")
     ap.add_argument("--metrics", required=True)
-    ap.add_argument("--predictions", required=True)
+    ap.add_argument("--predictions", required=True,
+                    help="every test window's predictions CSV (a DVC-cached output)")
+    ap.add_argument("--predictions-plot", required=True,
+                    help="the last test windows' predictions CSV (committed, plotted)")
     ap.add_argument("--horizon", required=True, help="RMSE by steps ahead CSV")
     ap.add_argument("--lags", required=True, help="attention by lag CSV")
     ap.add_argument("--attention", required=True, help="attention weights npz")
@@ -63,6 +67,7 @@ def main(argv: list[str] | None = None) -> dict:
               example=ev.example_weights if ev.example_weights is not None else empty)
     for name in ("predictions", "horizon", "lags", "calibration"):
         write_csv(getattr(args, name), out[name], digits=CSV_DIGITS)
+    write_csv(args.predictions_plot, plot_sample(out["predictions"]), digits=CSV_DIGITS)
     write_json(args.metrics, rounded(ev.metrics))
     m = ev.metrics
     scores = " | ".join(f"{name} {v['rmse']:.4f}" if v else f"{name} n/a"

@@ -196,6 +196,15 @@ def token_lags(settings: ModelSettings) -> tuple[np.ndarray, np.ndarray]:
             np.array([W - 1 - first for first, _ in steps]))
 
 
+PLOT_ROWS = 1000  # test windows in the committed predictions sample (the most recent ones)
+
+
+def plot_sample(pred: pd.DataFrame, rows: int = PLOT_ROWS) -> pd.DataFrame:
+    """The committed, plotted predictions: the last ``rows`` test windows, so what git holds
+    stays small whatever the series' length (the whole table is a DVC-cached output)."""
+    return pred.iloc[-rows:].reset_index(drop=True) if len(pred) > rows else pred
+
+
 def tables(ev: Evaluation, settings: ModelSettings) -> dict[str, pd.DataFrame]:
     """The evaluate stage's CSVs: first-step predictions, RMSE by steps ahead, weight by lag
     (``lag`` .. ``lag_oldest``: the lags a token covers; one lag per token without patches)."""
