@@ -12,7 +12,8 @@ log1p), on the same targets:
   volume plus noise, so the features must help (the RMSE ratio without / with them is the
   gain; the best possible is 1 / sqrt(1 + 0.8^2) = 0.78 of the noise-only error).
 
-Prints per seed and medians: the model's RMSE / naive RMSE without and with the features.
+Prints per seed and medians: the model's RMSE / naive RMSE without and with the features, and
+the ridge baseline's without them and with them (``ridge_features``).
 """
 from __future__ import annotations
 
@@ -64,8 +65,9 @@ def main() -> None:
                           BASE + args.overrides)
     seeds = [int(s) for s in args.seeds.split(",")]
     print("command: python bench/features.py " + " ".join(sys.argv[1:]))
-    print("| series | seed | model / naive, close only | with OHLCV features | ridge / naive |")
-    print("|---|---:|---:|---:|---:|")
+    print("| series | seed | model / naive, close only | with OHLCV features | ridge / naive | "
+          "ridge with the features |")
+    print("|---|---:|---:|---:|---:|---:|")
     summary = {}
     folder = Path(tempfile.mkdtemp(prefix="attn-ohlcv-"))
     for name, lead in SERIES.items():
@@ -77,14 +79,14 @@ def main() -> None:
             plain, feats = run(p, csv), run(with_overrides(p, FEATURES), csv)
             naive = plain["naive"]["rmse"]
             row = (plain["model"]["rmse"] / naive, feats["model"]["rmse"] / naive,
-                   plain["ridge"]["rmse"] / naive)
+                   plain["ridge"]["rmse"] / naive, feats["ridge_features"]["rmse"] / naive)
             rows.append(row)
-            print(f"| {name} | {seed} | {row[0]:.3f} | {row[1]:.3f} | {row[2]:.3f} |",
+            print(f"| {name} | {seed} | " + " | ".join(f"{v:.3f}" for v in row) + " |",
                   flush=True)
-        summary[name] = [statistics.median(r[k] for r in rows) for k in range(3)]
+        summary[name] = [statistics.median(r[k] for r in rows) for k in range(4)]
     shutil.rmtree(folder)
-    for name, (plain, feats, ridge) in summary.items():
-        print(f"| {name} | median | {plain:.3f} | {feats:.3f} | {ridge:.3f} |")
+    for name, row in summary.items():
+        print(f"| {name} | median | " + " | ".join(f"{v:.3f}" for v in row) + " |")
     rw = summary["random walk"][1]
     lead = summary["volume leads"]
     print(f"\n- random walk with features: RMSE / naive {rw:.3f} (target 0.97-1.10: "

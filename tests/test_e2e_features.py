@@ -1,5 +1,5 @@
 """End-to-end: past covariates from a small OHLCV file through the real ``dvc exp run``, then
-the forecast command on the same file, and what export says of such a model."""
+the forecast command on the same file, and the model's export."""
 from __future__ import annotations
 
 import json
@@ -34,6 +34,8 @@ def test_ohlcv_features_run_as_an_experiment_and_forecast(project_factory, tmp_p
     assert [s["kind"] for s in meta["feature_scalers"]] == ["zscore"] * 4
     metrics = json.loads((proj.path / "reports/metrics.json").read_text())
     assert metrics["model"]["rmse"] > 0 and metrics["naive"]["rmse"] > 0
+    assert metrics["ridge_features"]["rmse"] > 0      # ridge on the same features, beside
+    assert "ridge_features" in pd.read_csv(proj.path / "reports/predictions.csv").columns
 
     # the forecast command reads the same columns from the file and forecasts one step
     fc = tmp_path / "fc.csv"
@@ -59,3 +61,9 @@ def test_ohlcv_features_run_as_an_experiment_and_forecast(project_factory, tmp_p
                     "--csv", str(tmp_path / "novol.csv"), "--out", str(tmp_path / "no.csv")])
     assert res.returncode == 2 and "column 'volume' not in" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
+    # export: the features are an input of their own, described in the JSON
+    res = proj.run(["python", "-m", "attn_forecast.cli", "export", "--model", "models/model.pt",
+                    "--out", str(tmp_path / "m.onnx")], timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    desc = json.loads((tmp_path / "m.json").read_text())
+    assert desc["inputs"]["features"] == ["batch", 10, 4]

@@ -93,3 +93,34 @@ def test_pt2_program_matches_pytorch(prep, tmp_path):
         gather_windows(prep.z, prep.split.ends("test"), W, H)[0], dtype=np.float32))
     with torch.no_grad():
         assert torch.allclose(program.module()(x), model(x)[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["attention", "lstm"])
+def test_onnx_with_calendar_and_feature_inputs(kind, tmp_path):
+    from attn_forecast.data import ohlcv
+    bars = ohlcv(200, 4, lead=0.8)
+    names = ("open", "high", "low", "volume")
+    fp = prepare(bars["close"].to_numpy(), np.full(200, np.nan), bars["date"].to_numpy(str),
+                 window=W, horizon=H, test_frac=0.2, val_frac=0.0, scaler="zscore",
+                 transform="log_return", time_features=["dayofweek"],
+                 features={n: bars[n].to_numpy() for n in names},
+                 feature_transforms=("log_return",) * 3 + ("log1p",))
+    torch.manual_seed(3)
+    model = build_model(ModelSettings(kind=kind, window=W, horizon=H, d_model=8, ffn_dim=8,
+                                      n_time_features=2, n_features=4)).eval()
+    out = tmp_path / "m.onnx"
+    export(model, json.loads(json.dumps(fp.meta())), out, "onnx")
+    desc = json.loads(out.with_suffix(".json").read_text())
+    assert list(desc["inputs"]) == ["window", "calendar_inputs", "calendar_targets", "features"]
+    assert desc["inputs"]["features"] == ["batch", W, 4] and desc["features"] == list(names)
+    ends = fp.split.ends("test")
+    x, _ = gather_windows(fp.z, ends, W, H)
+    cin, cout = gather_calendar(fp.cal, ends, W, H)          # (N, W, 2 + 4), (N, H, 2 + 4)
+    c32 = lambda a: np.ascontiguousarray(a, dtype=np.float32)  # noqa: E731
+    feeds = {"window": c32(x), "calendar_inputs": c32(cin[..., :2]),
+             "calendar_targets": c32(cout[..., :2]), "features": c32(cin[..., 2:])}
+    got = ort.InferenceSession(str(out)).run(["forecast"], feeds)[0]
+    with torch.no_grad():  # as training feeds it: the target times' feature columns included
+        ref = model(torch.from_numpy(c32(x)), cal=(torch.from_numpy(c32(cin)),
+                                                    torch.from_numpy(c32(cout))))[0].numpy()
+    np.testing.assert_allclose(got, ref, atol=1e-5, rtol=1e-5)

@@ -175,6 +175,27 @@ def test_the_forecast_command_feeds_what_training_fed():
         forecast_levels(model, prep.meta(), prep.levels[:L], 1, None, None)
 
 
+def test_ridge_with_features_is_sklearns_ridge_on_both_windows():
+    from sklearn.linear_model import Ridge
+
+    from attn_forecast.baselines import fit_baselines
+    prep = _prep(_bars(200, lead=0.8), window=8, horizon=2)
+    got = fit_baselines(prep, ["naive", "ridge"], ridge_alpha=0.5, season=0)
+    s, W, H = prep.split, 8, 2
+    tr, te = s.ends("train"), s.ends("test")
+
+    def inputs(ends):
+        x = np.stack([prep.z[e - W:e] for e in ends])
+        f = np.stack([prep.cal[e - W:e, prep.n_time_features:].ravel() for e in ends])
+        return np.concatenate([x, f], axis=1)
+    y = np.stack([prep.z[e:e + H] for e in tr])
+    z = Ridge(alpha=0.5).fit(inputs(tr), y).predict(inputs(te))
+    last = prep.levels[prep.first_target_level(te) - 1]
+    want = to_levels(prep.scaler.inverse(z), last, prep.transform)
+    np.testing.assert_allclose(got.forecasts["ridge_features"], want, rtol=1e-6)
+    assert not np.allclose(got.forecasts["ridge"], want)
+
+
 # ---------------------------------------------------------------- params and data
 def _params(**data) -> dict:
     p = Params().model_dump()

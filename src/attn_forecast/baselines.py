@@ -15,7 +15,7 @@ from . import quantiles as Q
 from . import statbaselines as S
 from .errors import UserInputError
 from .io import read_npz, write_npz
-from .windows import Prepared, gather_windows, to_levels
+from .windows import Prepared, gather_calendar, gather_windows, to_levels
 
 
 def model_levels(prep: Prepared, z_pred: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -40,6 +40,12 @@ def baseline_taus(quantiles, conformal: str) -> tuple:
     return tuple(quantiles) or (Q.DEFAULT_LEVELS if conformal == "split" else ())
 
 
+def _feature_windows(prep: Prepared, ends: np.ndarray) -> np.ndarray:
+    """(N, W * F) the past covariates of each window's input steps, flattened."""
+    x, _ = gather_calendar(prep.cal, ends, prep.split.window, prep.split.horizon)
+    return x[..., prep.n_time_features:].reshape(len(ends), -1)
+
+
 def fit_baselines(prep: Prepared, names: list[str], *, ridge_alpha: float, season: int,
                   taus=()) -> Baselines:
     """Every baseline in ``names`` on the split's test windows, fitted on its training part,
@@ -47,7 +53,9 @@ def fit_baselines(prep: Prepared, names: list[str], *, ridge_alpha: float, seaso
     that cannot be fitted is None, with a one-line warning. With ``taus``, also the quantile
     forecasts of those that have intervals: naive (a Gaussian random walk of the training
     part's one-step changes), ridge (its residual quantiles on the training windows), and ETS,
-    Theta and ARIMA (StatsForecast's own intervals, from the same fit as their forecasts)."""
+    Theta and ARIMA (StatsForecast's own intervals, from the same fit as their forecasts).
+    With past covariates (``data.csv_feature_columns``), ``ridge`` also gives
+    ``ridge_features``: the ridge on the value windows beside the features' windows."""
     s, W, H, off = prep.split, prep.split.window, prep.split.horizon, prep.offset
     test, train = s.ends("test"), s.ends("train")
     first = prep.first_target_level(test)                 # (N,) level index
@@ -85,6 +93,11 @@ def fit_baselines(prep: Prepared, names: list[str], *, ridge_alpha: float, seaso
                 fit_tr = model_levels(prep, M.ridge_predict(fit, x_tr), prep.levels[f_tr - 1])
                 resid = np.quantile(y_lv - fit_tr, taus, axis=0)   # (Q, H)
                 quant[name] = out[name][..., None] + resid.T[None, :, :]
+            if prep.n_features:  # the same ridge seeing the past covariates' windows too
+                fx_tr, fx_te = (np.concatenate([x, _feature_windows(prep, e)], axis=1)
+                                for x, e in ((x_tr, train), (x_te, test)))
+                fit_f = M.ridge_model(fx_tr, y_tr, ridge_alpha)
+                out["ridge_features"] = model_levels(prep, M.ridge_predict(fit_f, fx_te), last)
         else:  # ets, theta, arima: on the levels, parameters from the training part
             try:
                 if taus:

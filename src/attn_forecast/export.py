@@ -11,6 +11,8 @@ The graph takes scaled model-space values and returns them:
     inputs   window            (batch, W)     float32: the last W transformed, scaled values
              calendar_inputs   (batch, W, C)  float32: only with calendar features
              calendar_targets  (batch, H, C)  float32: only with calendar features
+             features          (batch, W, F)  float32: only with past covariates (the window's
+                                              steps; transformed and scaled, see the JSON)
     outputs  forecast          (batch, H)     float32: the next H values, scaled
              quantiles         (batch, H, Q)  float32: only with a quantile head
 
@@ -40,8 +42,15 @@ class Serving(nn.Module):
         self.model = model
         self.settings = model.settings
 
-    def forward(self, window: torch.Tensor, *calendar: torch.Tensor):
-        cal = (calendar[0], calendar[1]) if calendar else None
+    def forward(self, window: torch.Tensor, *side: torch.Tensor):
+        s, cal = self.settings, None
+        if side:  # [calendar_inputs, calendar_targets] [features] -> the model's (C + F) pair
+            xs, ys = ([side[0]], [side[1]]) if s.n_time_features else ([], [])
+            if s.n_features:  # a target time's features are never read: zeros
+                feats = side[-1]
+                xs.append(feats)
+                ys.append(feats.new_zeros(feats.shape[0], s.horizon, s.n_features))
+            cal = (torch.cat(xs, dim=-1), torch.cat(ys, dim=-1))
         if self.settings.quantiles:
             q = self.model(window, cal=cal, quantiles=True)[0]
             return q[..., list(self.settings.quantiles).index(0.5)], q
@@ -50,7 +59,8 @@ class Serving(nn.Module):
 
 def io_names(settings) -> tuple[list[str], list[str]]:
     inputs = ["window"] + (["calendar_inputs", "calendar_targets"]
-                           if settings.n_time_features else [])
+                           if settings.n_time_features else []) \
+        + (["features"] if settings.n_features else [])
     outputs = ["forecast"] + (["quantiles"] if settings.quantiles else [])
     return inputs, outputs
 
@@ -60,6 +70,8 @@ def example_inputs(settings, batch: int = 2) -> tuple[torch.Tensor, ...]:
     if settings.n_time_features:
         C = settings.n_time_features
         x += (torch.zeros(batch, settings.window, C), torch.zeros(batch, settings.horizon, C))
+    if settings.n_features:
+        x += (torch.zeros(batch, settings.window, settings.n_features),)
     return x
 
 
@@ -69,11 +81,14 @@ def describe(settings, meta: dict, fmt: str) -> dict:
     W, H, C = settings.window, settings.horizon, settings.n_time_features
     shapes = {"window": ["batch", W], "calendar_inputs": ["batch", W, C],
               "calendar_targets": ["batch", H, C], "forecast": ["batch", H],
+              "features": ["batch", W, settings.n_features],
               "quantiles": ["batch", H, len(settings.quantiles)]}
     return {
         "format": fmt, "window": W, "horizon": H, "transform": meta["transform"],
         "scaler": meta["scaler"], "quantiles": list(settings.quantiles),
         "time_features": meta.get("time_features", []),
+        **({"features": meta["features"], "feature_transforms": meta["feature_transforms"],
+            "feature_scalers": meta["feature_scalers"]} if settings.n_features else {}),
         "inputs": {n: shapes[n] for n in inputs}, "outputs": {n: shapes[n] for n in outputs},
         "how": ("x = (transform(levels)[-window:] - scaler.center) / scaler.scale; "
                 "y = forecast * scaler.scale + scaler.center; levels: transform none: y; "
@@ -81,7 +96,11 @@ def describe(settings, meta: dict, fmt: str) -> dict:
                 "transform(levels): none: levels; diff: levels[1:] - levels[:-1]; "
                 "log_return: log(levels[1:] / levels[:-1]). Calendar features: sin and cos of "
                 "each feature's phase (minute / 60, hour / 24, dayofweek / 7, (dayofmonth - 1) "
-                "/ 31, (dayofyear - 1) / 366, (month - 1) / 12) times 2 pi, in that order."),
+                "/ 31, (dayofyear - 1) / 366, (month - 1) / 12) times 2 pi, in that order."
+                + (" Features (past covariates, of the window's steps): each column's "
+                   "transform (none; diff and log_return as above, 0 for the first row; "
+                   "log1p: log(1 + x)), then (f - feature_scalers.center) / "
+                   "feature_scalers.scale." if settings.n_features else "")),
     }
 
 
@@ -125,9 +144,5 @@ def main(argv: list[str] | None = None) -> None:
     if args.format == "onnx" and not args.out.endswith(".onnx"):
         raise UserInputError(f"--out must end in .onnx for --format onnx, got {args.out}")
     model = model_from_payload(payload)
-    if model.settings.n_features:
-        raise UserInputError("export: a model with data.csv_feature_columns cannot be exported "
-                             "yet (only calendar features and the series); the forecast "
-                             "command serves it")
     meta_path = export(model, payload["prepare"], args.out, args.format)
     print(f"export: {model.settings.kind} model -> {args.out} and {meta_path}")
