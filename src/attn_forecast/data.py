@@ -251,18 +251,13 @@ def read_csv_series(path: str | Path, column: str = "value", time_column: str = 
     extra = {n: (v.reset_index(drop=True), e.reset_index(drop=True))
              for n, (v, e) in extra.items()}
 
-    if missing == "drop" and extra:  # one row set for every column
-        keep = ~(empty | np.logical_or.reduce([e for _, e in extra.values()]))
-        if keep.all():
-            pass
-        elif not keep.any():
+    keep = ~(empty | np.logical_or.reduce([e for _, e in extra.values()])) if extra else None
+    if missing == "drop" and keep is not None and not keep.all():  # one row set for all
+        if not keep.any():
             raise DataError(f"{path}: every row has an empty cell in {column!r} or a feature")
-        else:
-            values, t, empty = values[keep], t[keep], empty[keep]
-            extra = {n: (v[keep], e[keep]) for n, (v, e) in extra.items()}
-            values, t, empty = (x.reset_index(drop=True) for x in (values, t, empty))
-            extra = {n: (v.reset_index(drop=True), e.reset_index(drop=True))
-                     for n, (v, e) in extra.items()}
+        values, t, empty = (x[keep].reset_index(drop=True) for x in (values, t, empty))
+        extra = {n: (v[keep].reset_index(drop=True), e[keep].reset_index(drop=True))
+                 for n, (v, e) in extra.items()}
     filled = {}
     for name, (v, e) in extra.items():
         filled[name] = _fill(v, t, e, missing, f"{path}: column {name!r}", keys)[0] \
