@@ -84,8 +84,10 @@ def main(argv: list[str] | None = None) -> FitResult | None:
     write_csv(args.history, hist, digits=CSV_DIGITS)
     where = f" x {dist.world} processes" if dist.world > 1 else f", {threads} thread(s)"
     members = f" x {len(results)} seeds" if len(results) > 1 else ""
+    size = n_parameters(model) // len(results)
     seconds = sum(r.seconds for r in results)
-    print(f"train: {settings.kind} model{members}, {n_parameters(model)} parameters, "
+    print(f"train: {settings.kind} model{members}, {size} parameters"
+          f"{' each' if len(results) > 1 else ''}, "
           f"{len(res.history)} epochs on {dist.device}{where} in {seconds:.2f} s "
           f"({res.windows_per_s:,.0f} windows/s), final loss "
           f"{res.history[-1]['train_loss']:.5f}, best epoch {res.best_epoch} -> {args.model}")

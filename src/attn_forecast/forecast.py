@@ -1,6 +1,7 @@
 """Forecast the next values of a series with a trained model.
 
-    python -m attn_forecast.forecast --model models/model.pt --csv prices.csv --steps 20
+    attn-forecast forecast --model models/model.pt --csv prices.csv --steps 20
+    (or python -m attn_forecast.forecast ...)
 
 Reads the series the way the training read it (column, time column, CSV dialect and gap
 handling are saved in the checkpoint; every flag overrides its saved value), applies the
@@ -174,7 +175,7 @@ FLAGS = {"path": "--csv", "column": "--column", "time_column": "--time-column",
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m attn_forecast.forecast", description=__doc__,
+    ap = argparse.ArgumentParser(prog="attn-forecast forecast", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     saved = " (default: as in training)"
     ap.add_argument("--model", required=True, help="checkpoint written by the train stage")
