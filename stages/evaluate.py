@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> dict:
     n_test = len(prep.split.ends("test"))  # forward only: a third of a training step's work
     set_threads(choose_threads(params.train.threads, step_flops(model.settings, n_test) / 3))
     base = load_baselines(args.baselines)
-    check_matches(base, p.baselines, baseline_taus(model.settings.quantiles, p.conformal))
+    check_matches(base, p.baselines, baseline_taus(model.settings.quantiles, p.conformal),
+                  prep, p.ridge_alpha, season(params, prep))
     ev = evaluate(prep, model, baselines=base, ridge_alpha=p.ridge_alpha,
                   season=season(params, prep), noise_std=params.data.noise_std,
                   conformal=p.conformal)

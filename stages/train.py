@@ -64,15 +64,18 @@ def main(argv: list[str] | None = None) -> FitResult | None:
     cal = torch.from_numpy(prep.cal).to(dist.device) if prep.cal is not None else None
     ends = {part: torch.from_numpy(prep.split.ends(part)).to(dist.device)
             for part in ("train", "val")}
-    live = epoch_logger(p.live and dist.rank == 0)  # DVCLive: rank 0 only
+    live = None
     try:
+        live = epoch_logger(p.live and dist.rank == 0)  # DVCLive: rank 0 only
         model, results = train_model(settings, z, ends["train"], ends["val"], p, dist.device,
                                      wrap=dist.wrapper(p.compile), rank=dist.rank,
                                      world=dist.world, cal=cal, on_epoch=live)
     finally:
-        dist.close()
-        if live is not None:
-            live.close()
+        try:
+            dist.close()
+        finally:
+            if live is not None:
+                live.close()
     res = results[0]
     if dist.rank != 0:
         return res

@@ -84,3 +84,27 @@ def test_poisoned_future_changes_no_fit(case):
     for name in names:
         assert np.array_equal(bad.forecasts[name][0], clean.forecasts[name][0]), name
     assert not np.array_equal(bad.actual[0], clean.actual[0])  # its targets were poisoned
+
+
+def test_saved_baselines_refuse_other_settings_or_data(tmp_path):
+    from attn_forecast.baselines import (check_matches, fit_baselines, load_baselines,
+                                         save_baselines)
+    from attn_forecast.errors import UserInputError
+
+    def prep_of(window):
+        levels = _series()
+        return prepare(levels, np.full(N, np.nan), np.arange(N), window=window, horizon=1,
+                       test_frac=0.25, val_frac=0.0, scaler="zscore", transform="none")
+    prep = prep_of(W)
+    save_baselines(tmp_path / "b.npz", fit_baselines(prep, ["naive", "ridge"], ridge_alpha=1.0,
+                                                     season=24))
+    b = load_baselines(tmp_path / "b.npz")
+    check_matches(b, ["naive", "ridge"], (), prep, 1.0, 24)   # what it was fitted for
+    with pytest.raises(UserInputError, match=r"ridge_alpha 1.0 \(now 100.0\)"):
+        check_matches(b, ["naive", "ridge"], (), prep, 100.0, 24)
+    with pytest.raises(UserInputError, match=r"season 24 \(now 12\)"):
+        check_matches(b, ["naive", "ridge"], (), prep, 1.0, 12)
+    with pytest.raises(UserInputError, match="prepared"):
+        check_matches(b, ["naive", "ridge"], (), prep_of(W + 4), 1.0, 24)
+    with pytest.raises(UserInputError, match="fitted for"):
+        check_matches(b, ["naive"], (), prep, 1.0, 24)

@@ -124,3 +124,27 @@ def test_onnx_with_calendar_and_feature_inputs(kind, tmp_path):
         ref = model(torch.from_numpy(c32(x)), cal=(torch.from_numpy(c32(cin)),
                                                     torch.from_numpy(c32(cout))))[0].numpy()
     np.testing.assert_allclose(got, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_pt2_program_with_calendar_and_feature_inputs(tmp_path):
+    from attn_forecast.data import ohlcv
+    bars = ohlcv(200, 4)
+    fp = prepare(bars["close"].to_numpy(), np.full(200, np.nan), bars["date"].to_numpy(str),
+                 window=W, horizon=H, test_frac=0.2, val_frac=0.0, scaler="zscore",
+                 transform="log_return", time_features=["dayofweek"],
+                 features={"volume": bars["volume"].to_numpy()}, feature_transforms=("log1p",))
+    torch.manual_seed(4)
+    model = build_model(ModelSettings(window=W, horizon=H, d_model=8, ffn_dim=8,
+                                      n_time_features=2, n_features=1)).eval()
+    out = tmp_path / "m.pt2"
+    export(model, fp.meta(), out, "pt2")
+    program = torch.export.load(str(out)).module()
+    ends = fp.split.ends("test")
+    x, _ = gather_windows(fp.z, ends, W, H)
+    cin, cout = gather_calendar(fp.cal, ends, W, H)
+    t = [torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+         for a in (x, cin[..., :2], cout[..., :2], cin[..., 2:])]
+    with torch.no_grad():
+        ref = model(t[0], cal=(torch.from_numpy(np.ascontiguousarray(cin, dtype=np.float32)),
+                               torch.from_numpy(np.ascontiguousarray(cout, dtype=np.float32))))
+        assert torch.allclose(program(*t), ref[0], atol=1e-6)

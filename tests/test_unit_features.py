@@ -123,6 +123,13 @@ def test_a_backtest_fold_refits_the_feature_scalers_before_its_origin():
     poisoned[150 + prep.offset:] *= 1000.0
     again = refit(replace(prep, feature_raw=poisoned), fold)
     assert again.feature_scalers == got.feature_scalers
+    # a sliding training part (backtest.train_size): rows before it do not count either
+    sliding = Split(s.n, s.window, s.horizon, train_end=150, val_end=150, test_end=170,
+                    train_start=60)
+    early = prep.feature_raw.copy()
+    early[:60] *= 1000.0
+    assert refit(replace(prep, feature_raw=early), sliding).feature_scalers == \
+        refit(prep, sliding).feature_scalers
 
 
 def test_a_constant_feature_is_refused():

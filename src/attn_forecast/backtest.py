@@ -74,7 +74,7 @@ def fold_key(prepared_dir: str | Path, split: Split, params: Params) -> str:
     h = hashlib.sha256()
     for name in ("series.npz", "meta.json"):
         h.update((Path(prepared_dir) / name).read_bytes())
-    train = params.train.model_dump(exclude={"threads", "nproc", "device"})
+    train = params.train.model_dump(exclude={"threads", "nproc", "device", "live"})
     h.update(json.dumps([asdict(split), params.model.model_dump(), train],
                         sort_keys=True).encode())
     return h.hexdigest()

@@ -5,6 +5,7 @@ model-only experiment (``dvc exp run -S train.lr=...``) reuses them; no torch he
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,20 @@ class Baselines:
     taus: tuple = ()
     warnings: list[str] = field(default_factory=list)
     asked: list[str] = field(default_factory=list)   # evaluate.baselines they were fitted for
+    # what else they were fitted with: ridge_alpha, season and the prepared data's key
+    fitted_for: dict = field(default_factory=dict)
+
+
+def data_key(prep: Prepared) -> str:
+    """A short hash of the prepared data (its model series and its metadata)."""
+    import hashlib
+    h = hashlib.sha256(np.ascontiguousarray(prep.z).tobytes())
+    h.update(json.dumps(prep.meta(), sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+def fitted_settings(prep: Prepared, ridge_alpha: float, season: int) -> dict:
+    return {"ridge_alpha": float(ridge_alpha), "season": int(season), "prepared": data_key(prep)}
 
 
 def baseline_taus(quantiles, conformal: str) -> tuple:
@@ -113,7 +128,8 @@ def fit_baselines(prep: Prepared, names: list[str], *, ridge_alpha: float, seaso
                 out[name] = None
                 warnings.append(f"warning: baseline {name} could not be fitted ({err}); "
                                 "it is reported as null")
-    return Baselines(out, quant, tuple(taus), warnings, list(names))
+    return Baselines(out, quant, tuple(taus), warnings, list(names),
+                     fitted_settings(prep, ridge_alpha, season))
 
 
 def save_baselines(path: str | Path, b: Baselines) -> None:
@@ -124,7 +140,8 @@ def save_baselines(path: str | Path, b: Baselines) -> None:
     write_npz(path, names=np.array(list(b.forecasts), dtype=str),
               asked=np.array(b.asked, dtype=str),
               taus=np.asarray(b.taus, dtype=np.float64),
-              warnings=np.array(b.warnings, dtype=str), **arrays)
+              warnings=np.array(b.warnings, dtype=str),
+              fitted_for=np.array(json.dumps(b.fitted_for, sort_keys=True)), **arrays)
 
 
 def load_baselines(path: str | Path) -> Baselines:
@@ -133,13 +150,23 @@ def load_baselines(path: str | Path) -> Baselines:
     return Baselines({n: z.get(f"forecast:{n}") for n in names},
                      {n: z[f"quantiles:{n}"] for n in names if f"quantiles:{n}" in z},
                      tuple(float(t) for t in z["taus"]), [str(w) for w in z["warnings"]],
-                     [str(n) for n in z["asked"]])
+                     [str(n) for n in z["asked"]],
+                     json.loads(str(z["fitted_for"])) if "fitted_for" in z else {})
 
 
-def check_matches(b: Baselines, names: list[str], taus) -> None:
-    """The saved baselines were fitted for these names and quantile levels."""
+def check_matches(b: Baselines, names: list[str], taus, prep: Prepared, ridge_alpha: float,
+                  season: int) -> None:
+    """The saved baselines were fitted for these names, quantile levels, ridge strength,
+    season and prepared data (a stage run by hand, or ``dvc repro -s evaluate``, could
+    otherwise score stale ones)."""
     if b.asked != list(names) or tuple(b.taus) != tuple(taus):
         raise UserInputError(
             f"the baselines file was fitted for {b.asked} at quantile levels {list(b.taus)}, "
             f"but evaluate.baselines is {list(names)} and the model's levels {list(taus)}: "
             "run `dvc repro` so the baselines stage refits them")
+    now = fitted_settings(prep, ridge_alpha, season)
+    if b.fitted_for != now:
+        diff = ", ".join(f"{k} {b.fitted_for.get(k)!r} (now {v!r})" for k, v in now.items()
+                         if b.fitted_for.get(k) != v)
+        raise UserInputError(f"the baselines file was fitted with other settings: {diff}; "
+                             "run `dvc repro` so the baselines stage refits them")

@@ -98,9 +98,10 @@ def describe(settings, meta: dict, fmt: str) -> dict:
                 "each feature's phase (minute / 60, hour / 24, dayofweek / 7, (dayofmonth - 1) "
                 "/ 31, (dayofyear - 1) / 366, (month - 1) / 12) times 2 pi, in that order."
                 + (" Features (past covariates, of the window's steps): each column's "
-                   "transform (none; diff and log_return as above, 0 for the first row; "
-                   "log1p: log(1 + x)), then (f - feature_scalers.center) / "
-                   "feature_scalers.scale." if settings.n_features else "")),
+                   "transform (none; diff and log_return as above; log1p: log(1 + x)), then "
+                   "(f - feature_scalers.center) / feature_scalers.scale; a row the transform "
+                   "leaves undefined (a differenced column's first) is 0 after scaling."
+                   if settings.n_features else "")),
     }
 
 
@@ -122,8 +123,10 @@ def export(model: nn.Module, meta: dict, out: str | Path, fmt: str) -> Path:
                               opset_version=17)
         else:
             batch = torch.export.Dim("batch", min=1)
-            program = torch.export.export(serving, args,
-                                          dynamic_shapes=tuple({0: batch} for _ in args))
+            # forward(window, *side): the side inputs' specs are one nested tuple
+            shapes = ({0: batch}, tuple({0: batch} for _ in args[1:])) if len(args) > 1 \
+                else ({0: batch},)
+            program = torch.export.export(serving, args, dynamic_shapes=shapes)
             torch.export.save(program, str(tmp))
     meta_path = out.with_suffix(".json")
     write_json(meta_path, describe(model.settings, meta, fmt))

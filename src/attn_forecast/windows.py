@@ -196,16 +196,18 @@ def feature_series(raw: np.ndarray, kind: str, name: str) -> np.ndarray:
     raise ValueError(f"unknown feature transform {kind!r}")
 
 
-def fit_features(raw: np.ndarray, names: tuple, kinds: tuple, offset: int, train_end: int
-                 ) -> tuple[list[Scaler], np.ndarray]:
+def fit_features(raw: np.ndarray, names: tuple, kinds: tuple, offset: int, train_end: int,
+                 train_start: int = 0) -> tuple[list[Scaler], np.ndarray]:
     """Transform each raw feature column (n_levels, F), align it with the model series (row j
     is level j + ``offset``, the same step as z[j]) and z-score it on the rows of the training
-    targets only (``[0, train_end)``). Returns the scalers and the (n, F) float32 features;
-    a value with no transform (a differenced column's first row) is 0, the training mean."""
+    targets only (``[train_start, train_end)``). Returns the scalers and the (n, F) float32
+    features; a value with no transform (a differenced column's first row) is 0, the training
+    mean."""
     cols, scalers = [], []
     for k, name in enumerate(names):
         f = feature_series(raw[:, k], kinds[k], name)[offset:]
-        train = f[:train_end][np.isfinite(f[:train_end])]
+        part = f[train_start:train_end]
+        train = part[np.isfinite(part)]
         center = float(np.mean(train)) if len(train) else 0.0
         scale = float(np.std(train)) if len(train) else 0.0
         if not scale > 0:
@@ -367,7 +369,7 @@ def refit(prep: Prepared, split: Split) -> Prepared:
     cal, scalers = prep.cal, prep.feature_scalers
     if prep.n_features:  # the features' scalers too, on the fold's training rows only
         scalers, feats = fit_features(prep.feature_raw, prep.features,
-                                      prep.feature_transforms, prep.offset, hi)
+                                      prep.feature_transforms, prep.offset, hi, lo)
         cal = np.concatenate([prep.cal[:, :prep.n_time_features], feats], axis=1)
     return replace(prep, z=fitted.transform(raw).astype(np.float32), split=split,
                    scaler=fitted, cal=cal, feature_scalers=tuple(scalers))
