@@ -79,3 +79,17 @@ def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", 
     for name in stages:
         out[name] = load_stage(name).main(common + args[name])
     return out.get("train"), out.get("evaluate")
+
+
+def pipeline_metrics(params: dict, inputs: Path | None = None) -> dict:
+    """The metrics of one quiet run of the stages on ``params`` in a scratch folder."""
+    import contextlib
+    import io
+    import json
+    import shutil
+    work = Path(tempfile.mkdtemp(prefix="attn-bench-"))
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        run_pipeline(params, work, inputs=inputs)
+    m = json.loads((work / "metrics.json").read_text())
+    shutil.rmtree(work)
+    return m

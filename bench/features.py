@@ -18,9 +18,6 @@ the ridge baseline's without them and with them (``ridge_features``).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import json
 import shutil
 import statistics
 import sys
@@ -30,7 +27,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, run_pipeline, with_overrides  # noqa: E402
+from common import ROOT, pipeline_metrics, with_overrides  # noqa: E402
 
 FEATURES = ["data.csv_feature_columns=[open,high,low,volume]",
             "prepare.feature_transforms=[log_return,log_return,log_return,log1p]"]
@@ -43,13 +40,7 @@ SERIES = {"random walk": 0.0, "volume leads": 0.8}
 
 
 def run(params: dict, csv: Path) -> dict:
-    work = Path(tempfile.mkdtemp(prefix="attn-features-"))
-    p = with_overrides(params, [f"data.csv_path={csv}"])
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        run_pipeline(p, work, inputs=csv.parent)
-    m = json.loads((work / "metrics.json").read_text())
-    shutil.rmtree(work)
-    return m
+    return pipeline_metrics(with_overrides(params, [f"data.csv_path={csv}"]), inputs=csv.parent)
 
 
 def main() -> None:

@@ -12,19 +12,14 @@ model's), and the pinball loss of the model and of the naive random-walk interva
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import json
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, run_pipeline, with_overrides  # noqa: E402
+from common import ROOT, pipeline_metrics, with_overrides  # noqa: E402
 
 QUANTILES = ["model.quantiles=[0.1,0.5,0.9]"]
 VARIANTS = {"quantile head": QUANTILES,
@@ -33,13 +28,8 @@ VARIANTS = {"quantile head": QUANTILES,
 
 
 def run(base: dict, overrides: list[str], seed: int) -> dict:
-    p = with_overrides(base, overrides + [f"data.seed={seed}", f"train.seed={seed}"])
-    work = Path(tempfile.mkdtemp(prefix="attn-intervals-"))
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        run_pipeline(p, work)
-    m = json.loads((work / "metrics.json").read_text())
-    shutil.rmtree(work)
-    return m
+    return pipeline_metrics(with_overrides(base, overrides + [f"data.seed={seed}",
+                                                               f"train.seed={seed}"]))
 
 
 def main() -> None:

@@ -178,6 +178,18 @@ def _with_future(pooled: torch.Tensor, cal: tuple | None, s: ModelSettings) -> t
     return torch.cat([pooled, cal[1][..., :s.n_time_features].flatten(1)], dim=1)
 
 
+def _finish(m: nn.Module, pooled: torch.Tensor, x: torch.Tensor, cal: tuple | None,
+            stats, quantiles: bool) -> torch.Tensor:
+    """What both forecasters do after pooling: the head (beside the target times' calendar),
+    the highway's linear forecast from the (normalized) window, and the instance norm undone."""
+    y = _outputs(m.settings, m.head(_with_future(pooled, cal, m.settings)), quantiles)
+    if m.highway is not None:
+        y = y + (m.highway(x).unsqueeze(-1) if y.dim() == 3 else m.highway(x))
+    if stats is not None:
+        y = m.inorm.denormalize(y, stats)
+    return y
+
+
 class Block(nn.Module):
     def __init__(self, s: ModelSettings) -> None:
         super().__init__()
@@ -244,13 +256,8 @@ class AttentionForecaster(nn.Module):
             weights.append(w)
         h = self.norm(h)
         pooled = h[:, -1] if self.settings.pooling == "last" else h.mean(dim=1)  # (B, d)
-        y = _outputs(self.settings, self.head(_with_future(pooled, cal, self.settings)),
-                     quantiles)
-        if self.highway is not None:
-            y = y + (self.highway(x).unsqueeze(-1) if y.dim() == 3 else self.highway(x))
-        if stats is not None:
-            y = self.inorm.denormalize(y, stats)
-        return y, (weights if need_weights else None)
+        return _finish(self, pooled, x, cal, stats, quantiles), \
+            (weights if need_weights else None)
 
 
 class LSTMForecaster(nn.Module):
@@ -274,13 +281,7 @@ class LSTMForecaster(nn.Module):
         inp = x.unsqueeze(-1) if cal is None else torch.cat([x.unsqueeze(-1), cal[0]], dim=-1)
         out, _ = self.lstm(inp)  # (B, W, d)
         pooled = out[:, -1] if self.settings.pooling == "last" else out.mean(dim=1)
-        y = _outputs(self.settings, self.head(_with_future(pooled, cal, self.settings)),
-                     quantiles)
-        if self.highway is not None:
-            y = y + (self.highway(x).unsqueeze(-1) if y.dim() == 3 else self.highway(x))
-        if stats is not None:
-            y = self.inorm.denormalize(y, stats)
-        return y, None
+        return _finish(self, pooled, x, cal, stats, quantiles), None
 
 
 class Ensemble(nn.Module):
