@@ -57,7 +57,8 @@ def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", 
         "history": "history.csv", "metrics": "metrics.json", "predictions": "pred.csv",
         "predictions_plot": "pred_plot.csv",
         "horizon": "horizon.csv", "lags": "lags.csv", "attention": "att.npz",
-        "calibration": "calibration.csv", "folds": "backtest", "backtest": "backtest.json",
+        "calibration": "calibration.csv", "by_series": "by_series.csv", "folds": "backtest",
+        "backtest": "backtest.json",
         "backtest_plot": "backtest_folds.csv"}.items()}
     common = ["--params", str(pfile)]
     args = {
@@ -70,7 +71,7 @@ def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", 
                      d["metrics"], "--predictions", d["predictions"],
                      "--predictions-plot", d["predictions_plot"], "--horizon", d["horizon"],
                      "--lags", d["lags"], "--attention", d["attention"],
-                     "--calibration", d["calibration"]],
+                     "--calibration", d["calibration"], "--by-series", d["by_series"]],
         "backtest_train": ["--prepared", d["prepared"], "--out", d["folds"]],
         "backtest_evaluate": ["--prepared", d["prepared"], "--folds", d["folds"], "--metrics",
                               d["backtest"], "--plot", d["backtest_plot"]],

@@ -43,15 +43,17 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     method = _start_method()  # before anything below imports torch
     params = load_params(args.params)
-    prep = load_prepared(args.prepared)
-    preflight(params, prep)
-    s, pp = prep.split, params.prepare
-    folds = fold_splits(s.n, s.window, s.horizon, pp.test_frac, pp.val_frac, params.backtest,
-                        prep.offset)
-    check_folds(folds, pp.val_frac)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     index = out / "folds.json"
+    folds = []
+    if params.backtest.folds:  # (a panel has no backtest: params refuse folds > 0 there)
+        prep = load_prepared(args.prepared)
+        preflight(params, prep)
+        s, pp = prep.split, params.prepare
+        folds = fold_splits(s.n, s.window, s.horizon, pp.test_frac, pp.val_frac,
+                            params.backtest, prep.offset)
+        check_folds(folds, pp.val_frac)
     before = {f["file"]: f["key"] for f in (read_json(index)["folds"] if index.is_file() else [])}
     if not folds:
         for stale in out.glob("*.pt"):  # any checkpoint: the folder is what DVC hashes

@@ -11,12 +11,13 @@ import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before num
 import argparse
 import sys
 
-from attn_forecast.baselines import baseline_taus, fit_baselines, save_baselines
+from attn_forecast.baselines import (Baselines, baseline_taus, fit_baselines, fitted_settings,
+                                    save_baselines)
 from attn_forecast.errors import run_cli
 from attn_forecast.params import load_params
 from attn_forecast.preflight import check as preflight
 from attn_forecast.preflight import season
-from attn_forecast.windows import load_prepared
+from attn_forecast.panel import load_data, panel_baselines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,10 +28,17 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     params = load_params(args.params)
     p = params.evaluate
-    prep = load_prepared(args.prepared)
+    prep = load_data(args.prepared)
     preflight(params, prep)
-    b = fit_baselines(prep, p.baselines, ridge_alpha=p.ridge_alpha, season=season(params, prep),
-                      taus=baseline_taus(params.model.quantiles, p.conformal))
+    if getattr(prep, "is_panel", False):  # every series at once (panel.py)
+        forecasts, warnings = panel_baselines(prep, p.baselines, ridge_alpha=p.ridge_alpha,
+                                              season=season(params, prep))
+        b = Baselines(forecasts, {}, (), warnings, list(p.baselines),
+                      fitted_settings(prep, p.ridge_alpha, season(params, prep)))
+    else:
+        b = fit_baselines(prep, p.baselines, ridge_alpha=p.ridge_alpha,
+                          season=season(params, prep),
+                          taus=baseline_taus(params.model.quantiles, p.conformal))
     for line in b.warnings:
         print(line, file=sys.stderr)
     save_baselines(args.out, b)

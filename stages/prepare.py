@@ -2,17 +2,20 @@
 
 out: ``series.npz`` (levels, signal, time, scaled model series; no pickle) and ``meta.json``
 (window, horizon, split boundaries, scaler, transform). Windows are gathered on the fly later.
+A panel is written as memory-mappable arrays with an offsets table instead (panel.py).
 """
 from __future__ import annotations
 
 import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before numpy and torch load)
 import argparse
+import sys
 
 import numpy as np
 import pandas as pd
 
 from attn_forecast.data import FEATURE_PREFIX, source_settings
 from attn_forecast.errors import UserInputError, run_cli
+from attn_forecast.panel import prepare_panel, read_raw_panel, save_panel
 from attn_forecast.params import check_patches, load_params
 from attn_forecast.windows import choose_auto, prepare, save_prepared
 
@@ -25,6 +28,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     params = load_params(args.params)
     p = params.prepare
+    if params.data.is_panel:
+        return _panel(args, params)
     raw = pd.read_csv(args.series)
     t = raw["t"].to_numpy(np.float64 if raw["t"].dtype.kind in "iuf" else str)
     levels = raw["value"].to_numpy(np.float64)
@@ -51,6 +56,25 @@ def main(argv: list[str] | None = None) -> None:
     print(f"prepare: season of the training part: {auto['season']['season'] or 'none'} "
           f"({auto['season']['reason']})"
           + (f"; window {window} ({auto['window']['reason']})" if "window" in auto else ""))
+
+
+def _panel(args: argparse.Namespace, params) -> None:
+    """Many series: one flat, memory-mappable store with an offsets table (panel.py)."""
+    p = params.prepare
+    ids, offsets, t, levels, signal = read_raw_panel(args.series)
+    panel = prepare_panel(ids, offsets, t, levels, signal, window=p.window, horizon=p.horizon,
+                          test_frac=p.test_frac, val_frac=p.val_frac, scaler=p.scaler,
+                          transform=p.transform, source=source_settings(params.data))
+    del t, levels, signal
+    save_panel(args.out, panel)
+    n = panel.meta()["n_windows"]
+    left = panel.dropped.get("count", 0)
+    print(f"prepare: a panel of {panel.n_series} series, {n['train']} train / {n['val']} val / "
+          f"{n['test']} test windows of {p.window} -> {p.horizon}, scaler {p.scaler} per "
+          f"series, transform {p.transform} -> {args.out}")
+    if left:
+        print(f"prepare: warning: {left} series too short for a window in every part were "
+              f"left out (first: {', '.join(panel.dropped['ids'])})", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ from attn_forecast import plots
 from attn_forecast.errors import run_cli
 from attn_forecast.io import read_json, read_npz, replace_files, write_text
 from attn_forecast.params import Params, load_params
-from attn_forecast.report import forecasters, summary_markdown
-from attn_forecast.windows import Prepared, load_prepared
+from attn_forecast.report import forecasters, panel_summary, summary_markdown
+from attn_forecast.panel import load_data, ranked
+from attn_forecast.windows import Prepared
 
 
 def _time(values: np.ndarray) -> np.ndarray:
@@ -42,16 +43,29 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
     for name in ("prepared", "history", "predictions", "horizon", "lags", "attention",
-                 "calibration", "metrics", "backtest", "backtest-folds", "figures", "summary"):
+                 "calibration", "metrics", "backtest", "backtest-folds", "by-series", "figures",
+                 "summary"):
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
     params = load_params(args.params)
-    prep = load_prepared(args.prepared)
+    prep = load_data(args.prepared)
     hist = pd.read_csv(args.history)
-    pred = pd.read_csv(args.predictions)
+    panel = getattr(prep, "is_panel", False)
+    pred = pd.read_csv(args.predictions, **({"dtype": {"id": str}} if panel else {}))
     metrics = read_json(args.metrics)
     backtest = read_json(args.backtest)
     att = read_npz(args.attention)
+    if panel:
+        by_series = pd.read_csv(args.by_series, dtype={"id": str})
+        rows = ranked(by_series)
+        with replace_files(args.figures, "*.png") as fig_dir:
+            _panel_figures(fig_dir, params, prep, hist, pred, metrics, att, args, by_series,
+                           rows)
+        write_text(args.summary, panel_summary(metrics, params, {
+            k: str(by_series["id"].iloc[r]) for k, r in rows.items()}))
+        print(f"render: {len(list(Path(args.figures).glob('*.png')))} figures -> "
+              f"{args.figures}, summary -> {args.summary}")
+        return
     # drawn into a temporary folder that replaces the figures at the end: a failed or
     # interrupted run leaves the previous figures as they were
     with replace_files(args.figures, "*.png") as fig_dir:
@@ -92,7 +106,23 @@ def _figures(fig_dir: Path, params: Params, prep: Prepared, hist: pd.DataFrame,
                    weights=att["example"][-1].mean(axis=0) if has_att else None,
                    baselines=baselines, model_rmse=metrics["model"]["rmse"], dpi=dpi,
                    labels=labels, bands=bands)
-    if has_att:
+    _attention(fig_dir, params, att, args, labels)
+    t_all = _time(prep.t)
+    spans = {part: (t_all[lo], t_all[hi]) for part, (lo, hi) in prep.spans().items()}
+    plots.forecast(fig_dir / "forecast.png", t_all=t_all, values=prep.levels, spans=spans,
+                   t_test=t_test, model=pred["predicted"].to_numpy(),
+                   naive=pred["naive"].to_numpy(), dpi=dpi, bands=bands)
+    horizon = pd.read_csv(args.horizon)
+    if len(horizon) > 1:
+        plots.horizon_errors(fig_dir / "horizon.png", steps=horizon["step"].to_numpy(),
+                             errors={c: horizon[c].to_numpy() for c in horizon.columns
+                                     if c != "step"}, dpi=dpi)
+
+
+def _attention(fig_dir: Path, params: Params, att: dict, args: argparse.Namespace,
+               labels) -> None:
+    dpi = params.render.dpi
+    if att["mean"].size > 0:
         lags = pd.read_csv(args.lags)
         plots.attention_maps(fig_dir / "attention.png", mean_weights=att["mean"],
                              example_weights=att["example"], dpi=dpi, labels=labels)
@@ -104,11 +134,49 @@ def _figures(fig_dir: Path, params: Params, prep: Prepared, hist: pd.DataFrame,
         for name, title in (("attention", "Attention weights"),
                             ("attention_by_lag", "Attention weight by lag")):
             plots.no_attention(fig_dir / f"{name}.png", title=title, reason=reason, dpi=dpi)
-    t_all = _time(prep.t)
-    spans = {part: (t_all[lo], t_all[hi]) for part, (lo, hi) in prep.spans().items()}
-    plots.forecast(fig_dir / "forecast.png", t_all=t_all, values=prep.levels, spans=spans,
-                   t_test=t_test, model=pred["predicted"].to_numpy(),
-                   naive=pred["naive"].to_numpy(), dpi=dpi, bands=bands)
+
+
+def _panel_figures(fig_dir: Path, params: Params, panel, hist: pd.DataFrame,
+                   pred: pd.DataFrame, metrics: dict, att: dict, args: argparse.Namespace,
+                   by_series: pd.DataFrame, rows: dict[str, int]) -> None:
+    """A panel's figures: the overview sheet on the median series (by the model's MASE),
+    the attention figures, the best, median and worst series, and the error by step."""
+    dpi = params.render.dpi
+    labels = None
+    if att["mean"].size > 0:
+        lags = pd.read_csv(args.lags)
+        labels = plots.token_labels(lags["lag"].to_numpy(), lags["lag_oldest"].to_numpy())
+    ids = pred["id"].astype(str).to_numpy()
+    names = [k for k in forecasters(metrics) if k != "model" and metrics[k] is not None]
+    for which, r in rows.items():
+        sid = str(by_series["id"].iloc[r])
+        one = pred[ids == sid]
+        i = int(np.flatnonzero(panel.ids == sid)[0])
+        a, b = int(panel.offsets[i]), int(panel.offsets[i + 1])
+        t_all, t_test = _time(np.asarray(panel.t[a:b])), _time(one["t"].to_numpy())
+        cuts = {"train": (0, int(panel.val_start[i]) - 1),
+                "val": (int(panel.val_start[i]) - 1, int(panel.test_start[i]) - 1),
+                "test": (int(panel.test_start[i]) - 1, b - a - 1)}
+        if panel.val_start[i] == panel.test_start[i]:
+            del cuts["val"]
+        mase = by_series["model_mase"].iloc[r]
+        plots.forecast(fig_dir / f"forecast_{which}.png", t_all=t_all,
+                       values=np.asarray(panel.levels[a:b]),
+                       spans={k: (t_all[lo], t_all[hi]) for k, (lo, hi) in cuts.items()},
+                       t_test=t_test, model=one["predicted"].to_numpy(),
+                       naive=one["naive"].to_numpy() if "naive" in one else
+                       np.full(len(one), np.nan), dpi=dpi,
+                       title=f"The {which} series by the model's MASE: {sid} (MASE {mase:.3g})")
+        if which == "median":
+            plots.overview(fig_dir / "overview.png", epochs=hist["epoch"].to_numpy(),
+                           train_loss=hist["train_loss"].to_numpy(),
+                           val_loss=hist["val_loss"].to_numpy(dtype=float), t=t_test,
+                           actual=one["actual"].to_numpy(), predicted=one["predicted"].to_numpy(),
+                           weights=att["example"][-1].mean(axis=0) if att["mean"].size else None,
+                           baselines={k: by_series[f"{k}_rmse"].iloc[r] for k in names
+                                      if f"{k}_rmse" in by_series},
+                           model_rmse=by_series["model_rmse"].iloc[r], dpi=dpi, labels=labels)
+    _attention(fig_dir, params, att, args, labels)
     horizon = pd.read_csv(args.horizon)
     if len(horizon) > 1:
         plots.horizon_errors(fig_dir / "horizon.png", steps=horizon["step"].to_numpy(),

@@ -31,7 +31,7 @@ from attn_forecast.runtime import (choose_threads, cores, distributed, full_batc
                                    set_threads, step_flops)
 from attn_forecast.train import (FitResult, check_runtime, resolve_batch, select_device,
                                  train_model)
-from attn_forecast.windows import load_prepared
+from attn_forecast.panel import load_data
 
 
 def main(argv: list[str] | None = None) -> FitResult | None:
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> FitResult | None:
     p = params.train
     if p.compile:  # before torch's first operation
         unpin_torch()
-    prep = load_prepared(args.prepared)
+    prep = load_data(args.prepared)
     preflight(params, prep)
     device = select_device(p.device)
     check_runtime(p, device)

@@ -296,8 +296,11 @@ def load_series(p: DataParams) -> pd.DataFrame:
 def source_settings(p: DataParams) -> dict:
     """What the forecast command needs to read a file as the training did (in the checkpoint)."""
     return {"kind": p.kind, "column": p.csv_column if p.kind == "csv" else "value",
-            "time_column": p.csv_time_column if p.kind == "csv" else "",
-            "missing": p.missing, "features": list(p.csv_feature_columns), **csv_dialect(p)}
+            "time_column": p.csv_time_column if p.kind == "csv" else
+            ("t" if p.kind == "panel" else ""),
+            "missing": p.missing, "features": list(p.csv_feature_columns), **csv_dialect(p),
+            **({"id_column": p.csv_id_column if p.kind == "csv" else "id"}
+               if p.is_panel else {})}
 
 
 def csv_dialect(p: DataParams) -> dict:

@@ -205,6 +205,17 @@ def plot_sample(pred: pd.DataFrame, rows: int = PLOT_ROWS) -> pd.DataFrame:
     return pred.iloc[-rows:].reset_index(drop=True) if len(pred) > rows else pred
 
 
+def single_row(metrics: dict, names: list[str]) -> pd.DataFrame:
+    """The metrics-by-series table of a single series: one row, a panel's columns."""
+    row = {"id": ["series"], "n_test": [metrics["n_test"]]}
+    for name in names:
+        m = metrics.get(name)
+        if m:
+            for k in ("rmse", "mae", "mase", "smape", "signal_rmse"):
+                row[f"{name}_{k}"] = [m.get(k)]
+    return pd.DataFrame(row)
+
+
 def tables(ev: Evaluation, settings: ModelSettings) -> dict[str, pd.DataFrame]:
     """The evaluate stage's CSVs: first-step predictions, RMSE by steps ahead, weight by lag
     (``lag`` .. ``lag_oldest``: the lags a token covers; one lag per token without patches)."""
@@ -234,3 +245,78 @@ def tables(ev: Evaluation, settings: ModelSettings) -> dict[str, pd.DataFrame]:
         name: [ev.metrics[name][f"coverage_{p}"] if name in ev.quantiles else None
                for p in nominal] for name in cols}})
     return {"predictions": pred, "horizon": horizon, "lags": lags, "calibration": calibration}
+
+
+# ---------------------------------------------------------------- panels
+WEIGHT_WINDOWS = 10_000  # test windows a panel's mean attention weights average over, at most
+
+
+@dataclass
+class PanelEvaluation:
+    metrics: dict
+    by_series: pd.DataFrame        # one row per series (reports/metrics_by_series.csv)
+    ends: np.ndarray               # (N,) test window ends (rows of the flat arrays)
+    actual: np.ndarray             # (N, H) levels
+    forecasts: dict[str, np.ndarray | None]
+    mean_weights: np.ndarray | None
+    example_weights: np.ndarray | None
+    warnings: list[str] = field(default_factory=list)
+
+
+def evaluate_panel(panel, model: nn.Module, *, baselines: Baselines, noise_std: float | None,
+                   device: torch.device | str = "cpu", weights: bool = True
+                   ) -> PanelEvaluation:
+    """Score the global model and the baselines on every series' test windows: per series
+    (RMSE, MAE, MASE against the series' own in-sample naive error, sMAPE) and aggregated over
+    series (mean and median; mean MASE is the headline). The attention weights are averaged
+    over at most :data:`WEIGHT_WINDOWS` test windows spread over the panel."""
+    from . import panel as P
+    W, H = panel.window, panel.horizon
+    test = panel.split.ends("test")
+    z_dev = torch.from_numpy(panel.z).to(device)
+    ends_dev = torch.from_numpy(test).to(device)
+    z_model = predict(model, z_dev, ends_dev, W, H).cpu().numpy()
+    actual = panel.targets(test)
+    forecasts = {"model": panel.to_levels(z_model, test), **baselines.forecasts}
+    table = P.by_series(panel, test, actual, forecasts)
+    names = list(forecasts)
+    metrics: dict = {"headline": "mase_mean", "n_series": int(panel.n_series),
+                     "n_test": int(len(test)),
+                     "n_dropped": int(panel.dropped.get("count", 0)),
+                     **P.aggregate(table, names)}
+    mean_w = example_w = None
+    if weights and getattr(model, "blocks", None) is not None:
+        sample = torch.from_numpy(P.spread(test, WEIGHT_WINDOWS)).to(device)
+        mean_w, example_w = attention_weights(model, z_dev, sample, W, H)
+    return PanelEvaluation(metrics, table, test, actual, forecasts, mean_w, example_w,
+                           list(baselines.warnings))
+
+
+def panel_tables(ev: PanelEvaluation, panel, settings: ModelSettings) -> dict[str, pd.DataFrame]:
+    """A panel's CSVs: first-step predictions of every test window with the series id, the
+    metrics by series, the mean over series of each step's RMSE, and the weight by lag; the
+    plotted sample is the median series' (by the model's MASE) last test windows."""
+    from . import panel as P
+    fitted = {name: f for name, f in ev.forecasts.items() if f is not None}
+    sid = panel.series_of(ev.ends)
+    t = np.asarray(panel.t[ev.ends])
+    pred = pd.DataFrame({"id": panel.ids[sid], "t": t, "actual": ev.actual[:, 0]})
+    for name, f in fitted.items():
+        pred["predicted" if name == "model" else name] = f[:, 0]
+    count = np.bincount(sid, minlength=panel.n_series)
+    horizon = {"step": np.arange(1, panel.horizon + 1)}
+    for name, f in fitted.items():
+        sq = np.stack([np.bincount(sid, (f[:, k] - ev.actual[:, k]) ** 2,
+                                   minlength=panel.n_series) for k in range(panel.horizon)])
+        horizon[name] = np.sqrt(sq / count).mean(axis=1)
+    if ev.mean_weights is not None:
+        newest, oldest = token_lags(settings)
+        lags = pd.DataFrame({"lag": newest, "lag_oldest": oldest,
+                             "weight": lag_profile(ev.mean_weights, settings.pooling)})
+    else:
+        lags = pd.DataFrame({"lag": [], "lag_oldest": [], "weight": []})
+    median = P.ranked(ev.by_series)["median"]
+    sample = plot_sample(pred[sid == median].reset_index(drop=True))
+    calibration = pd.DataFrame({c: [] for c in ("nominal", "model", "naive", "ridge")})
+    return {"predictions": pred, "predictions_plot": sample, "horizon": pd.DataFrame(horizon),
+            "lags": lags, "calibration": calibration, "by_series": ev.by_series}

@@ -171,7 +171,7 @@ def load_payload(path: str) -> dict:
 FLAGS = {"path": "--csv", "column": "--column", "time_column": "--time-column",
          "time_format": "--time-format", "sep": "--sep", "decimal": "--decimal",
          "thousands": "--thousands", "missing": "--missing",
-         "features": "the model's feature columns"}
+         "features": "the model's feature columns", "id_column": "--id-column"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -190,6 +190,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--missing", choices=["error", "ffill", "drop"],
                     help="empty value cells: error, ffill (carry the last value forward) or "
                     "drop" + saved)
+    ap.add_argument("--id-column", help="a panel model's id column (one series per id)"
+                    + saved)
     ap.add_argument("--steps", type=int, default=1, help="values to forecast (>= 1; default 1)")
     ap.add_argument("--out", default="forecast.csv", help="CSV to write (default forecast.csv)")
     return ap
@@ -206,6 +208,8 @@ def main(argv: list[str] | None = None) -> None:
                                ("time_format", "auto"), ("sep", ","), ("decimal", "."),
                                ("thousands", ""), ("missing", "error"))}
     model = model_from_payload(payload)
+    if payload["prepare"].get("kind") == "panel":
+        return forecast_panel(args, payload, model, read)
     names = payload["prepare"].get("features") or []
     series = read_csv_series(args.csv, keys=FLAGS, features=names, **read)
     meta, levels, times = payload["prepare"], series["value"].to_numpy(), series["t"].to_numpy()
@@ -228,6 +232,53 @@ def main(argv: list[str] | None = None) -> None:
                     "steps are the median of a recursive forecast")
     write_csv(args.out, out)
     print(f"forecast: {args.steps} steps after {len(series)} values -> {args.out}{note}")
+
+
+def panel_scaler(meta: dict, sid: str, levels: np.ndarray) -> tuple[dict, bool]:
+    """Series ``sid``'s scaler: the one training fitted on its training part, or for an id
+    the training never saw, one fitted on the history given now. Returns it and whether it
+    was known."""
+    from .panel import _scaler
+    known = meta["series"]
+    kind = meta["scaler"]["kind"]
+    lookup = {name: k for k, name in enumerate(known["ids"])}
+    if sid in lookup:
+        k = lookup[sid]
+        return {"kind": kind, "center": known["center"][k], "scale": known["scale"][k]}, True
+    center, scale = _scaler(to_model_series(levels, meta["transform"]), kind)
+    return {"kind": kind, "center": center, "scale": scale}, False
+
+
+def forecast_panel(args: argparse.Namespace, payload: dict, model: torch.nn.Module,
+                   read: dict) -> None:
+    """Every id of a long-format CSV: ``id, step, time, forecast`` rows, each series scaled
+    as in training (an id the training never saw: by its own history)."""
+    from .panel import read_panel_csv
+    meta = payload["prepare"]
+    id_column = args.id_column if args.id_column is not None else \
+        meta.get("source", {}).get("id_column", "id")
+    frame = read_panel_csv(args.csv, id_column, read["column"], read["time_column"],
+                           read["missing"], time_format=read["time_format"], sep=read["sep"],
+                           decimal=read["decimal"], thousands=read["thousands"], keys=FLAGS)
+    ids = frame["id"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    bounds = np.r_[starts, len(ids)]
+    parts, unseen = [], 0
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        sid = str(ids[a])
+        levels, times = frame["value"].to_numpy()[a:b], frame["t"].to_numpy()[a:b]
+        scaler, known = panel_scaler(meta, sid, levels)
+        unseen += not known
+        try:
+            values = forecast_levels(model, {**meta, "scaler": scaler}, levels, args.steps,
+                                     times)
+        except UserInputError as err:
+            raise UserInputError(f"id {sid!r}: {err}") from None
+        parts.append(pd.DataFrame({"id": sid, "step": np.arange(1, args.steps + 1),
+                                   "time": next_times(times, args.steps), "forecast": values}))
+    write_csv(args.out, pd.concat(parts, ignore_index=True))
+    note = f" ({unseen} id(s) not in training, scaled by their own history)" if unseen else ""
+    print(f"forecast: {args.steps} steps for each of {len(parts)} ids{note} -> {args.out}")
 
 
 def cli() -> None:

@@ -53,8 +53,12 @@ class _Section(BaseModel):
 
 
 class DataParams(_Section):
-    kind: Literal["sine", "seasonal", "random_walk", "csv"] = "sine"
+    kind: Literal["sine", "seasonal", "random_walk", "csv", "panel"] = "sine"
     n_points: Int = Field(300, ge=2)
+    # panel: many related synthetic series (data/panel.py), lengths drawn from
+    # [panel_min_points, n_points] (0 = all n_points)
+    n_series: Int = Field(50, ge=1)
+    panel_min_points: Int = Field(0, ge=0)
     noise_std: Float = Field(0.15, ge=0)
     seed: Int = Field(42, ge=0)
     # seasonal: trend per step and two seasonal periods (in steps) with their amplitudes
@@ -79,6 +83,13 @@ class DataParams(_Section):
     # past covariates read beside csv_column (e.g. [open, high, low, volume]): model inputs of
     # the input steps only, never of the target times; each z-scored on the training part
     csv_feature_columns: list[str] = Field(default_factory=list)
+    # a long-format panel (id, time, value): the column naming each row's series ('' = one
+    # series)
+    csv_id_column: str = ""
+
+    @property
+    def is_panel(self) -> bool:
+        return self.kind == "panel" or (self.kind == "csv" and bool(self.csv_id_column))
 
 
 TIME_FEATURES = ("minute", "hour", "dayofweek", "dayofmonth", "dayofyear", "month")
@@ -314,12 +325,37 @@ def _check_combinations(p: Params) -> None:
                           f"model.patch_len ({m.patch_len}), or steps between patches are lost")
     if p.prepare.window != "auto":
         check_patches(p.prepare.window, m.patch_len, m.patch_stride)
-    if p.data.kind in ("sine", "seasonal", "random_walk") and p.prepare.window != "auto":
+    if d.is_panel:
+        _check_panel(p)
+    if p.data.kind in ("sine", "seasonal", "random_walk", "panel") and \
+            p.prepare.window != "auto":
         min_points = p.prepare.window + p.prepare.horizon + 1
         if p.data.n_points < min_points:
             raise ParamsError(
                 f"params.yaml: data.n_points must be >= {min_points} for window "
                 f"{p.prepare.window} + horizon {p.prepare.horizon}, got {p.data.n_points}")
+
+
+def _check_panel(p: Params) -> None:
+    """Settings a panel does not take (yet), each named with the value that works."""
+    d = p.data
+    if d.kind == "csv" and (d.csv_id_column in (d.csv_column, d.csv_time_column)):
+        raise ParamsError("params.yaml: data.csv_id_column must differ from data.csv_column and "
+                          f"data.csv_time_column, got {d.csv_id_column!r}")
+    unsupported = [
+        ("prepare.window", p.prepare.window == "auto", "a number of steps"),
+        ("evaluate.season", p.evaluate.season == "auto", "a number of steps, or 0"),
+        ("prepare.time_features", bool(p.prepare.time_features), "[]"),
+        ("data.csv_feature_columns", bool(d.csv_feature_columns), "[]"),
+        ("model.quantiles", bool(p.model.quantiles), "[]"),
+        ("evaluate.conformal", p.evaluate.conformal != "none", "none"),
+        ("backtest.folds", p.backtest.folds > 0, "0"),
+    ]
+    for key, bad, fix in unsupported:
+        if bad:
+            what = "data.kind panel" if d.kind == "panel" else "data.csv_id_column"
+            raise ParamsError(f"params.yaml: {key} is not available for a panel ({what}) yet; "
+                              f"set it to {fix}")
 
 
 def check_patches(window: int, patch_len: int, patch_stride: int) -> None:

@@ -196,7 +196,8 @@ def attention_by_lag(path, *, lags: np.ndarray, weight: np.ndarray,
 
 
 def forecast(path, *, t_all, values, spans: dict[str, tuple], t_test, model, naive,
-             units: str = "value", dpi: int = 110, bands=None) -> None:
+             units: str = "value", dpi: int = 110, bands=None,
+             title: str = "Series and one-step-ahead test forecasts") -> None:
     """Whole series with the train / validation / test spans shaded, the model and the naive
     baseline over the test span. ``spans`` maps part name to (t_start, t_end)."""
     with plt.rc_context(STYLE):
@@ -207,7 +208,7 @@ def forecast(path, *, t_all, values, spans: dict[str, tuple], t_test, model, nai
         ax.plot(t_all, values, color=COLORS["actual"], lw=0.9, label="series")
         ax.plot(t_test, naive, color=COLORS["naive"], lw=1, ls=":", label="naive")
         ax.plot(t_test, model, color=COLORS["model"], lw=1.2, ls="--", label="model")
-        ax.set(title="Series and one-step-ahead test forecasts", xlabel="t", ylabel=units)
+        ax.set(title=title, xlabel="t", ylabel=units)
         ax.legend(ncol=3)
         _time_axis(ax, t_all)
         fig.tight_layout()

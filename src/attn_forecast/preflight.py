@@ -20,8 +20,12 @@ def season(p: Params, prep: Prepared) -> int:
 
 
 def check(p: Params, prep: Prepared) -> None:
-    test = prep.split.ends("test")
-    first_target = int(prep.first_target_level(test).min()) if len(test) else 0
+    if getattr(prep, "is_panel", False):  # the earliest test target of any series
+        first, _ = prep.part_bounds("test")
+        first_target = int((first - prep.offsets[:-1]).min())
+    else:
+        test = prep.split.ends("test")
+        first_target = int(prep.first_target_level(test).min()) if len(test) else 0
     s = season(p, prep)
     if s > first_target:
         raise UserInputError(f"evaluate.season ({s}) reaches before the start "

@@ -118,3 +118,40 @@ def summary_markdown(metrics: dict, p: Params, backtest: dict | None = None) -> 
         [f"### Test metrics ({metrics['n_test']} windows, original units)", ""] + lines
         + notes + ["", "| setting | value |", "|---|---|"]
         + [f"| {k} | {v} |" for k, v in params] + [""])
+
+
+PANEL_COLUMNS = ("mase_mean", "mase_median", "rmse_mean", "rmse_median", "smape_mean",
+                 "beats_naive")
+
+
+def panel_summary(metrics: dict, p: Params, ranked: dict[str, str]) -> str:
+    """A panel's summary: each forecaster's scores over series (mean MASE first, the
+    headline), and which series the figures show."""
+    names = forecasters(metrics)
+    lines = [f"### Test metrics over {metrics['n_series']} series ({metrics['n_test']} "
+             "windows; mean MASE is the headline)", "",
+             "| forecaster | " + " | ".join(PANEL_COLUMNS) + " |",
+             "|---|" + "---:|" * len(PANEL_COLUMNS)]
+    for name in names:
+        row = metrics[name] or {}
+        label = f"**{name}**" if name == "model" else name
+        lines.append(f"| {label} | " + " | ".join(_cell(row.get(c)) for c in PANEL_COLUMNS)
+                     + " |")
+    notes = ["", "MASE: each series' mean absolute error over its own in-sample naive error; "
+             "beats_naive: the share of series where a forecaster's MASE is below naive's."]
+    if metrics.get("n_dropped"):
+        notes.append(f"{metrics['n_dropped']} series too short for a window in every part "
+                     "were left out.")
+    failed = [n for n in names if metrics[n] is None]
+    if failed:
+        notes.append(f"Not fitted on a panel: {', '.join(failed)}.")
+    notes.append("Figures: " + ", ".join(f"{k} series {v}" for k, v in ranked.items())
+                 + " (by the model's MASE).")
+    d, pp = p.data, p.prepare
+    data = f"{d.kind}, {d.n_series} series of up to {d.n_points} points" \
+        if d.kind == "panel" else f"{d.csv_path}: {d.csv_column} by {d.csv_id_column}"
+    return "\n".join(lines + notes + ["", "| setting | value |", "|---|---|",
+                                      f"| data | {data} |",
+                                      f"| windows | window {pp.window}, horizon {pp.horizon}, "
+                                      f"scaler {pp.scaler} per series, transform "
+                                      f"{pp.transform} |", ""])

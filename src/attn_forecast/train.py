@@ -232,18 +232,15 @@ def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.op
                  loss_fn: nn.Module, p: TrainParams, aug_gen: torch.Generator, n: int,
                  rank: int, world: int, on_batch: Callable[[int], None] | None = None,
                  unit: float = 1.0) -> tuple[float, int]:
-    """One pass over ``batches`` of (x, y, calendar or None); returns the mean training loss
-    over n windows and the optimizer steps taken. ``on_batch(windows done)`` is called after
-    each batch."""
+    """One pass over ``batches`` of (x, y, calendar or None, windows in the whole batch):
+    under DDP each rank's x and y are only its own share of the batch. Returns the mean
+    training loss over n windows and the optimizer steps taken. ``on_batch(windows done)`` is
+    called after each batch."""
     model.train()
     total = None
     done = steps = 0
-    for x, y, c in batches:
-        n_batch = len(x)
+    for x, y, c, n_batch in batches:
         done += n_batch
-        if world > 1:
-            x, y = x[rank::world], y[rank::world]
-            c = (c[0][rank::world], c[1][rank::world]) if c is not None else None
         x, y = augment(x, y, p, aug_gen, unit)
         opt.zero_grad(set_to_none=True)
         with autocast(x.device, p.precision):
@@ -277,10 +274,10 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     the weights of the best validation epoch are restored at the end, and ``p.patience`` > 0
     stops after that many epochs without improvement. ``step_model`` is what the forward pass
     calls (a compiled or DistributedDataParallel wrapper of ``model``); default ``model``.
-    Under DistributedDataParallel (``world`` > 1) every rank draws the same batches and takes
-    every ``world``-th window of each; DDP averages the gradients, and the logged loss is
-    summed over ranks, so the history matches a single process up to rounding (with input
-    noise, each rank draws its own).
+    Under DistributedDataParallel (``world`` > 1) every rank draws the same batch order and
+    gathers only every ``world``-th window of each batch; DDP averages the gradients, and the
+    logged loss is summed over ranks, so the history matches a single process up to rounding
+    (with input noise, each rank draws its own).
     ``progress``: a :class:`Progress`, or whether to show the default one (default: on rank 0).
     ``cal`` (n, C): calendar features aligned with ``series`` (the model's calendar inputs).
     ``p.max_steps`` > 0 ends training after the epoch in which that many optimizer steps are
@@ -300,8 +297,11 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     unit = move_unit(series, train_ends, window, horizon) if p.augment_units == "moves" else 1.0
 
     def batch_of(ends: torch.Tensor) -> tuple:
-        return (*gather_windows(series, ends, window, horizon),
-                gather_calendar(cal, ends, window, horizon))
+        """A batch's windows; under DDP this rank's share only (every ``world``-th), so a
+        rank reads only the windows it trains on."""
+        mine = ends[rank::world] if world > 1 else ends
+        return (*gather_windows(series, mine, window, horizon),
+                gather_calendar(cal, mine, window, horizon), len(ends))
     full = batch_of(train_ends) if bs == n else None
     bar = progress if isinstance(progress, Progress) else \
         Progress(p.epochs, enabled=(rank == 0) if progress is None else progress)

@@ -382,6 +382,8 @@ def save_prepared(out_dir: str | Path, prep: Prepared) -> None:
     write_npz(out / "series.npz", levels=prep.levels, signal=prep.signal, t=prep.t, z=prep.z,
               cal=cal, **extra)
     write_json(out / "meta.json", prep.meta())
+    for name in ("panel.json", "index.npz", "levels.npy", "signal.npy", "t.npy", "z.npy"):
+        (out / name).unlink(missing_ok=True)  # a panel's files, if the folder held one
 
 
 def load_prepared(in_dir: str | Path) -> Prepared:

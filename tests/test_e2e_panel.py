@@ -1,0 +1,160 @@
+"""End-to-end: panels (many series, one global model) through the real ``dvc exp run``: the
+built-in synthetic panel and a user's long-format CSV, the forecast command for every id, and
+two-process DistributedDataParallel on a panel against one process."""
+from __future__ import annotations
+
+import json
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import torch
+import yaml
+
+from conftest import ROOT, set_key
+
+sys.path.insert(0, str(ROOT / "src"))
+
+PANEL = {"data.kind": "panel", "data.n_series": 12, "data.n_points": 120,
+         "data.panel_min_points": 60, "prepare.window": 12, "prepare.horizon": 2,
+         "evaluate.season": 12, "train.augment_noise": 0.0,
+         "evaluate.baselines": ["naive", "seasonal_naive", "mean", "ridge", "ets"]}
+
+
+def _sets(overrides: dict) -> list[str]:
+    out = []
+    for k, v in overrides.items():
+        text = json.dumps(v, separators=(",", ":")) if isinstance(v, list) else str(v)
+        out += ["-S", f"{k}={text}"]
+    return out
+
+
+def test_synthetic_panel_runs_as_an_experiment_and_forecasts_every_id(project_factory,
+                                                                      tmp_path):
+    proj = project_factory("panel", {"train.epochs": 4})
+    res = proj.run(["dvc", "exp", "run", "-n", "panel", *_sets(PANEL)], timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert "a panel of 12 series" in out, out
+    assert "baseline ets is fitted per series on a single series only" in out, out
+
+    prepared = proj.path / "data/prepared"
+    assert sorted(p.name for p in prepared.iterdir()) == [
+        "index.npz", "levels.npy", "panel.json", "signal.npy", "t.npy", "z.npy"]
+    metrics = proj.read_json("reports/metrics.json")
+    assert metrics["headline"] == "mase_mean" and metrics["n_series"] == 12
+    assert metrics["ets"] is None
+    for name in ("model", "naive", "seasonal_naive", "mean", "ridge"):
+        assert metrics[name]["mase_mean"] > 0 and metrics[name]["rmse_median"] > 0
+
+    by = pd.read_csv(proj.path / "reports/metrics_by_series.csv", dtype={"id": str})
+    assert len(by) == 12 and by["id"].is_unique
+    assert by["n_test"].sum() == metrics["n_test"]
+    # the headline is the mean over series of the per-series MASE
+    assert abs(by["model_mase"].mean() - metrics["model"]["mase_mean"]) < 1e-3 * \
+        metrics["model"]["mase_mean"]
+
+    full = pd.read_csv(proj.path / "data/predictions.csv", dtype={"id": str})
+    plot = pd.read_csv(proj.path / "reports/predictions.csv", dtype={"id": str})
+    assert len(full) == metrics["n_test"] and set(full["id"]) == set(by["id"])
+    median = by["id"].iloc[np.argsort(by["model_mase"].to_numpy())[(12 - 1) // 2]]
+    assert set(plot["id"]) == {median}        # the committed sample: the median series only
+    figures = {p.name for p in (proj.path / "reports/figures").glob("*.png")}
+    assert {"forecast_best.png", "forecast_median.png", "forecast_worst.png",
+            "overview.png", "attention.png", "horizon.png"} <= figures
+    summary = (proj.path / "reports/summary.md").read_text()
+    assert "mean MASE is the headline" in summary and f"median series {median}" in summary
+
+    show = proj.run(["dvc", "exp", "show", "--no-pager", "--md"], timeout=120)
+    assert "model.mase_mean" in show.stdout, show.stdout
+
+    # the forecast command: every id of the raw panel, two steps each
+    fc = tmp_path / "fc.csv"
+    res = proj.run(["python", "-m", "attn_forecast.forecast", "--model", "models/model.pt",
+                    "--csv", "data/raw/series.csv", "--steps", "3", "--out", str(fc)],
+                   timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    got = pd.read_csv(fc, dtype={"id": str})
+    assert len(got) == 12 * 3 and got.groupby("id")["step"].apply(list).map(
+        lambda s: s == [1, 2, 3]).all()
+    raw = pd.read_csv(proj.path / "data/raw/series.csv", dtype={"id": str})
+    last_t = raw.groupby("id")["t"].max()
+    assert (got[got["step"] == 1].set_index("id")["time"] == last_t + 1).all()
+
+
+def test_long_csv_panel_with_dates_runs_as_an_experiment(project_factory):
+    proj = project_factory("panel_csv", {"train.epochs": 3})
+    rows = []
+    rs = np.random.default_rng(3)
+    for k, store in enumerate(["north", "south", "east", "west"]):
+        days = pd.date_range("2024-01-01", periods=70 + 10 * k, freq="D")
+        level = 50 * (k + 1)
+        values = level + 5 * np.sin(2 * np.pi * np.arange(len(days)) / 7) + \
+            rs.standard_normal(len(days))
+        rows += [{"store": store, "day": d.strftime("%d/%m/%Y"), "sales": f"{v:.3f}"}
+                 for d, v in zip(days, values)]
+    frame = pd.DataFrame(rows).sample(frac=1.0, random_state=0)   # any row order
+    frame.iloc[5, frame.columns.get_loc("sales")] = ""              # one gap, carried forward
+    frame.to_csv(proj.path / "data/external/stores.csv", index=False)
+    proj.git_commit("stores")
+    res = proj.run(["dvc", "exp", "run", "-n", "stores", *_sets({
+        "data.kind": "csv", "data.csv_path": "data/external/stores.csv",
+        "data.csv_id_column": "store", "data.csv_column": "sales",
+        "data.csv_time_column": "day", "data.csv_time_format": "%d/%m/%Y",
+        "data.missing": "ffill", "prepare.window": 14, "evaluate.season": 7,
+        "evaluate.baselines": ["naive", "seasonal_naive", "ridge"]})], timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    raw = pd.read_csv(proj.path / "data/raw/series.csv")
+    assert list(raw["id"].drop_duplicates()) == list(frame["store"].drop_duplicates())
+    assert raw.groupby("id")["t"].apply(lambda t: t.is_monotonic_increasing).all()
+    assert raw["t"].iloc[0] == "2024-01-01"
+    by = pd.read_csv(proj.path / "reports/metrics_by_series.csv")
+    assert sorted(by["id"]) == ["east", "north", "south", "west"]
+    metrics = proj.read_json("reports/metrics.json")
+    assert metrics["n_series"] == 4 and metrics["seasonal_naive"]["mase_mean"] > 0
+
+
+def test_a_setting_a_panel_does_not_take_is_one_line(project_factory):
+    proj = project_factory("panel_bad", {"train.epochs": 2})
+    res = proj.run(["dvc", "exp", "run", *_sets({**PANEL, "backtest.folds": 2})], timeout=120)
+    assert res.returncode != 0
+    assert "params.yaml: backtest.folds is not available for a panel (data.kind panel) yet; " \
+           "set it to 0" in res.stdout + res.stderr
+    assert "Traceback" not in res.stdout + res.stderr
+
+
+def test_ddp_on_a_panel_matches_one_process(project_factory):
+    """Two ranks each gather every 2nd window of the same batches across series; the loss
+    history equals one process's to 1e-6 relative (full batch and mini-batches)."""
+    proj = project_factory("panel_ddp", {**PANEL, "train.epochs": 4, "train.device": "cpu",
+                                         "train.batch_size": 0}, git=False)
+    for cmd in (["python", "stages/generate.py", "--inputs", "data/external",
+                 "--out", "data/raw/series.csv"],
+                ["python", "stages/prepare.py", "--series", "data/raw/series.csv",
+                 "--out", "data/prepared"]):
+        proj.run(cmd, check=True)
+    n_train = proj.read_json("data/prepared/panel.json")["n_windows"]["train"]
+    assert n_train % 2 == 1 or n_train % 64, n_train    # uneven shards somewhere below
+
+    def train(name: str, **over) -> SimpleNamespace:
+        params = yaml.safe_load((proj.path / "params.yaml").read_text())
+        for k, v in over.items():
+            set_key(params, k, v)
+        (proj.path / f"runs/{name}").mkdir(parents=True)
+        (proj.path / f"runs/{name}/params.yaml").write_text(yaml.safe_dump(params))
+        res = proj.run(["python", "stages/train.py", "--params", f"runs/{name}/params.yaml",
+                        "--prepared", "data/prepared", "--model", f"runs/{name}/model.pt",
+                        "--history", f"runs/{name}/history.csv"], timeout=240)
+        assert res.returncode == 0, res.stdout + res.stderr
+        payload = torch.load(proj.path / f"runs/{name}/model.pt", map_location="cpu",
+                             weights_only=True)
+        return np.array([h["train_loss"] for h in payload["history"]])
+
+    # full batch: the target's 1e-6; mini-batches of 64 take ~25 times the optimizer steps,
+    # each summing the gradient in another order in float32, so 1e-5
+    for batch, tol in ((0, 1e-6), (64, 1e-5)):
+        one = train(f"one_{batch}", **{"train.nproc": 1, "train.batch_size": batch})
+        two = train(f"two_{batch}", **{"train.nproc": 2, "train.batch_size": batch})
+        assert len(one) == len(two) == 4
+        assert (np.abs(two - one) / np.abs(one) < tol).all(), (batch, one, two)
