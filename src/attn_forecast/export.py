@@ -86,11 +86,15 @@ def describe(settings, meta: dict, fmt: str) -> dict:
     return {
         "format": fmt, "window": W, "horizon": H, "transform": meta["transform"],
         "scaler": meta["scaler"], "quantiles": list(settings.quantiles),
+        # a panel's model: one scaler per series (ids[k] is scaled by center[k], scale[k])
+        **({"series_scalers": meta["series"]} if meta.get("kind") == "panel" else {}),
         "time_features": meta.get("time_features", []),
         **({"features": meta["features"], "feature_transforms": meta["feature_transforms"],
             "feature_scalers": meta["feature_scalers"]} if settings.n_features else {}),
         "inputs": {n: shapes[n] for n in inputs}, "outputs": {n: shapes[n] for n in outputs},
-        "how": ("x = (transform(levels)[-window:] - scaler.center) / scaler.scale; "
+        "how": (("A panel's model: scaler is the series' own, from series_scalers. "
+                 if meta.get("kind") == "panel" else "")
+                + "x = (transform(levels)[-window:] - scaler.center) / scaler.scale; "
                 "y = forecast * scaler.scale + scaler.center; levels: transform none: y; "
                 "diff: last level + cumsum(y); log_return: last level * exp(cumsum(y)). "
                 "transform(levels): none: levels; diff: levels[1:] - levels[:-1]; "

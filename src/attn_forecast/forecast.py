@@ -267,9 +267,9 @@ def forecast_panel(args: argparse.Namespace, payload: dict, model: torch.nn.Modu
     for a, b in zip(bounds[:-1], bounds[1:]):
         sid = str(ids[a])
         levels, times = frame["value"].to_numpy()[a:b], frame["t"].to_numpy()[a:b]
-        scaler, known = panel_scaler(meta, sid, levels)
-        unseen += not known
         try:
+            scaler, known = panel_scaler(meta, sid, levels)
+            unseen += not known
             values = forecast_levels(model, {**meta, "scaler": scaler}, levels, args.steps,
                                      times)
         except UserInputError as err:

@@ -302,10 +302,21 @@ def load_data(folder: str | Path):
     return load_panel(folder) if is_panel_dir(folder) else load_prepared(folder)
 
 
+def _max_rows(path: str | Path) -> int:
+    """An upper bound of a CSV file's data rows: its lines, less the header."""
+    lines, last = 0, b"\n"
+    with open(path, "rb") as fh:
+        while block := fh.read(16 << 20):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n") - 1
+
+
 def read_raw_panel(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                                np.ndarray]:
     """The generate stage's panel CSV: (ids (S,), offsets (S + 1,), t, value, signal), read
-    in blocks; rows must be grouped by id and sorted by time inside each id (generate writes
+    in blocks into arrays allocated once (a 20M-row panel needs its three columns in memory,
+    no more); rows must be grouped by id and sorted by time inside each id (generate writes
     them so)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
@@ -314,39 +325,41 @@ def read_raw_panel(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
                                 include_columns=["id", "t", "value", "signal"])
     reader = pacsv.open_csv(str(path), convert_options=opts,
                             read_options=pacsv.ReadOptions(block_size=8 << 20))
+    cap = max(_max_rows(path), 0)
+    value, signal = np.empty(cap), np.empty(cap)
+    t = None
     ids: list[str] = []
     bounds: list[int] = []     # row where each id starts
-    cols: dict[str, list[np.ndarray]] = {"t": [], "value": [], "signal": []}
     row = 0
     for batch in reader:
         enc = batch.column(0).dictionary_encode()
         codes = enc.indices.to_numpy(zero_copy_only=False)
         names = enc.dictionary.to_pylist()
-        starts = np.flatnonzero(np.diff(codes, prepend=-1))
-        for s in starts:
+        for s in np.flatnonzero(np.diff(codes, prepend=-1)):
             name = names[codes[s]]
-            if ids and ids[-1] == name and s == 0:
+            if s == 0 and ids and ids[-1] == name:
                 continue                                  # the same id, from the last block
             ids.append(name)
             bounds.append(row + int(s))
-        t = batch.column(1)
-        if pa.types.is_date(t.type) or pa.types.is_timestamp(t.type):
-            t = t.cast(pa.timestamp("s"))
-        cols["t"].append(t.to_numpy(zero_copy_only=False))
-        cols["value"].append(batch.column(2).to_numpy(zero_copy_only=False))
-        cols["signal"].append(batch.column(3).to_numpy(zero_copy_only=False))
-        row += batch.num_rows
+        times = batch.column(1)
+        if pa.types.is_date(times.type) or pa.types.is_timestamp(times.type):
+            times = times.cast(pa.timestamp("s"))
+        times = times.to_numpy(zero_copy_only=False)
+        if t is None:
+            t = np.empty(cap, dtype=times.dtype if times.dtype.kind == "M" else np.float64)
+        k = batch.num_rows
+        t[row:row + k] = times
+        value[row:row + k] = batch.column(2).to_numpy(zero_copy_only=False)
+        signal[row:row + k] = batch.column(3).to_numpy(zero_copy_only=False)
+        row += k
+        del batch, enc, times
     if len(set(ids)) != len(ids):
         raise UserInputError(f"{path}: the rows of each id must be together (id "
                              f"{next(i for i in ids if ids.count(i) > 1)!r} appears in two "
                              "places); run the generate stage again (dvc repro)")
-    out = {}
-    for k in cols:
-        out[k] = np.concatenate(cols[k]) if cols[k] else np.zeros(0)
-        cols[k] = []
     offsets = np.array(bounds + [row], dtype=np.int64)
-    return np.array(ids, dtype=str), offsets, out["t"], out["value"].astype(np.float64), \
-        out["signal"].astype(np.float64)
+    t = np.zeros(0) if t is None else t
+    return np.array(ids, dtype=str), offsets, t[:row], value[:row], signal[:row]
 
 
 def _scaler(zm: np.ndarray, kind: str) -> tuple[float, float]:
@@ -368,6 +381,8 @@ def prepare_panel(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, levels: n
     window in every part are left out."""
     off = transform_offset(transform)
     n = np.diff(offsets)
+    if not len(n):
+        raise UserInputError("the panel holds no series")
     test_start = np.floor(n * (1 - test_frac) + 1e-9).astype(np.int64)
     val_start = np.floor(n * (1 - test_frac - val_frac) + 1e-9).astype(np.int64) \
         if val_frac > 0 else test_start.copy()
@@ -395,10 +410,13 @@ def prepare_panel(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, levels: n
     center, scale = np.zeros(len(ids)), np.ones(len(ids))
     for i in range(len(ids)):
         a, b = int(offsets[i]), int(offsets[i + 1])
-        zm = to_model_series(levels[a:b], transform)    # zm[j] is level j + off
-        if transform != "none" and not np.isfinite(zm).all():
-            raise UserInputError(f"prepare.transform {transform}: series {ids[i]!r} has "
-                                 "values it cannot take (log_return needs positive values)")
+        try:
+            zm = to_model_series(levels[a:b], transform)    # zm[j] is level j + off
+        except UserInputError as err:
+            raise UserInputError(f"series {ids[i]!r}: {err}") from None
+        if not np.isfinite(zm).all():
+            raise UserInputError(f"series {ids[i]!r}: prepare.transform {transform} gives a "
+                                 "value that is not finite; use diff or none")
         center[i], scale[i] = _scaler(zm[:val_start[i] - off], scaler)
         z[a + off:b] = (zm - center[i]) / scale[i]
     return Panel(ids, offsets, val_start, test_start, center, scale, levels, signal, t, z,
@@ -438,6 +456,7 @@ def load_panel(in_dir: str | Path, mmap: bool = True) -> Panel:
 # ---------------------------------------------------------------- baselines and scores
 PANEL_BASELINES = ("naive", "seasonal_naive", "mean", "ridge")
 RIDGE_WINDOWS = 200_000   # training windows the panel's global ridge is fitted on, at most
+STAT_SERIES = 200         # ETS, Theta and ARIMA (one model per series) up to this many series
 
 
 def spread(ends: np.ndarray, k: int) -> np.ndarray:
@@ -450,9 +469,10 @@ def spread(ends: np.ndarray, k: int) -> np.ndarray:
 def panel_baselines(p: Panel, names: list[str], *, ridge_alpha: float, season: int
                     ) -> tuple[dict[str, np.ndarray | None], list[str]]:
     """The baselines on every series' test windows, in levels: naive (the last value),
-    seasonal naive (with a season), mean (each series' training mean) and ridge (one global
+    seasonal naive (with a season), mean (each series' training mean), ridge (one global
     ridge on the scaled windows of up to :data:`RIDGE_WINDOWS` training windows, like the
-    model). ETS, Theta and ARIMA are single-series baselines: left out with a warning."""
+    model), and ETS, Theta and ARIMA (one model per series, on panels of up to
+    :data:`STAT_SERIES` series; beyond, null with a warning)."""
     from . import metrics as M
     test = p.ends("test")
     sid = p.series_of(test)
@@ -478,11 +498,34 @@ def panel_baselines(p: Panel, names: list[str], *, ridge_alpha: float, season: i
                                                          p.window, H)[0])
                      for i in range(0, len(test), 100_000)]
             out[name] = p.to_levels(np.concatenate(preds), test)
-        else:
-            warnings.append(f"warning: baseline {name} is fitted per series on a single "
-                            "series only, not on a panel; it is reported as null")
+        elif p.n_series > STAT_SERIES:
+            warnings.append(f"warning: baseline {name} fits one model per series, for panels "
+                            f"of up to {STAT_SERIES:,} series (this one has "
+                            f"{p.n_series:,}); it is reported as null")
             out[name] = None
+        else:
+            out[name], failed = _per_series(p, name, test, sid, season)
+            if failed:
+                warnings.append(f"warning: baseline {name} could not be fitted on series "
+                                f"{failed}; it is reported as null")
     return out, warnings
+
+
+def _per_series(p: Panel, name: str, test: np.ndarray, sid: np.ndarray, season: int
+                ) -> tuple[np.ndarray | None, str]:
+    """ETS, Theta or ARIMA fitted on each series' training part, forecasting its test windows
+    from their own origins (statbaselines.forecast). None and the series' id if one fails."""
+    from . import statbaselines as S
+    out = np.zeros((len(test), p.horizon))
+    for i in range(p.n_series):
+        a, b = (int(x) for x in p.offsets[i:i + 2])
+        rows = np.flatnonzero(sid == i)
+        try:
+            out[rows] = S.forecast(name, np.asarray(p.levels[a:b]), int(p.val_start[i]),
+                                   test[rows] - a, p.horizon, season)
+        except S.BaselineFailed as err:
+            return None, f"{p.ids[i]!r} ({err})"
+    return out, ""
 
 
 def naive_scales(p: Panel) -> np.ndarray:

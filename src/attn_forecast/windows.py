@@ -51,7 +51,7 @@ def to_model_series(levels: np.ndarray, kind: str) -> np.ndarray:
         if (levels <= 0).any():
             i = int(np.flatnonzero(levels <= 0)[0])
             raise UserInputError(f"prepare.transform log_return needs positive values, got "
-                                 f"{levels[i]!r} at row {i + 1}; use diff or none")
+                                 f"{float(levels[i])!r} at row {i + 1}; use diff or none")
         return np.diff(np.log(levels))
     raise ValueError(f"unknown transform {kind!r}")
 
@@ -180,7 +180,7 @@ def feature_series(raw: np.ndarray, kind: str, name: str) -> np.ndarray:
         if (raw <= -1).any():
             i = int(np.flatnonzero(raw <= -1)[0])
             raise UserInputError(f"prepare.feature_transforms log1p needs values > -1 in "
-                                 f"feature {name!r}, got {raw[i]!r} at row {i + 1}")
+                                 f"feature {name!r}, got {float(raw[i])!r} at row {i + 1}")
         return np.log1p(raw)
     if kind == "diff":
         out[1:] = np.diff(raw)
@@ -189,7 +189,7 @@ def feature_series(raw: np.ndarray, kind: str, name: str) -> np.ndarray:
         if (raw <= 0).any():
             i = int(np.flatnonzero(raw <= 0)[0])
             raise UserInputError(f"prepare.feature_transforms log_return needs positive values "
-                                 f"in feature {name!r}, got {raw[i]!r} at row {i + 1}; use "
+                                 f"in feature {name!r}, got {float(raw[i])!r} at row {i + 1}; use "
                                  "diff, log1p or none")
         out[1:] = np.diff(np.log(raw))
         return out
