@@ -51,18 +51,18 @@ def main(argv: list[str] | None = None) -> None:
     prep = load_data(args.prepared)
     hist = pd.read_csv(args.history)
     panel = getattr(prep, "is_panel", False)
-    pred = pd.read_csv(args.predictions, **({"dtype": {"id": str}} if panel else {}))
+    pred = _ids_as_text(args.predictions) if panel else pd.read_csv(args.predictions)
     metrics = read_json(args.metrics)
     backtest = read_json(args.backtest)
     att = read_npz(args.attention)
     if panel:
-        by_series = pd.read_csv(args.by_series, dtype={"id": str})
+        by_series = _ids_as_text(args.by_series)
         rows = ranked(by_series)
         with replace_files(args.figures, "*.png") as fig_dir:
             _panel_figures(fig_dir, params, prep, hist, pred, metrics, att, args, by_series,
                            rows)
         write_text(args.summary, panel_summary(metrics, params, {
-            k: str(by_series["id"].iloc[r]) for k, r in rows.items()}))
+            k: str(prep.ids[r]) for k, r in rows.items()}))
         print(f"render: {len(list(Path(args.figures).glob('*.png')))} figures -> "
               f"{args.figures}, summary -> {args.summary}")
         return
@@ -119,6 +119,14 @@ def _figures(fig_dir: Path, params: Params, prep: Prepared, hist: pd.DataFrame,
                                      if c != "step"}, dpi=dpi)
 
 
+def _ids_as_text(path: str) -> pd.DataFrame:
+    """A panel's CSV with its ``id`` column as written ("NA", "001" and "1e3" stay text);
+    the other columns' NaN are missing values, as write_csv writes them."""
+    cols = pd.read_csv(path, nrows=0).columns
+    return pd.read_csv(path, dtype={"id": str}, keep_default_na=False,
+                       na_values={c: ["NaN", ""] for c in cols if c != "id"})
+
+
 def _attention(fig_dir: Path, params: Params, att: dict, args: argparse.Namespace,
                labels) -> None:
     dpi = params.render.dpi
@@ -146,12 +154,12 @@ def _panel_figures(fig_dir: Path, params: Params, panel, hist: pd.DataFrame,
     if att["mean"].size > 0:
         lags = pd.read_csv(args.lags)
         labels = plots.token_labels(lags["lag"].to_numpy(), lags["lag_oldest"].to_numpy())
-    ids = pred["id"].astype(str).to_numpy()
+    ids = pred["id"].to_numpy()
     names = [k for k in forecasters(metrics) if k != "model" and metrics[k] is not None]
     for which, r in rows.items():
-        sid = str(by_series["id"].iloc[r])
+        i = r                       # metrics_by_series.csv holds the series in panel order
+        sid = str(panel.ids[i])
         one = pred[ids == sid]
-        i = int(np.flatnonzero(panel.ids == sid)[0])
         a, b = int(panel.offsets[i]), int(panel.offsets[i + 1])
         t_all, t_test = _time(np.asarray(panel.t[a:b])), _time(one["t"].to_numpy())
         cuts = {"train": (0, int(panel.val_start[i]) - 1),

@@ -85,7 +85,8 @@ def test_long_csv_panel_with_dates_runs_as_an_experiment(project_factory):
     proj = project_factory("panel_csv", {"train.epochs": 3})
     rows = []
     rs = np.random.default_rng(3)
-    for k, store in enumerate(["north", "south", "east", "west"]):
+    # ids a CSV reader might take for something else: "NA" (missing), "001" (the number 1)
+    for k, store in enumerate(["north", "NA", "east", "001"]):
         days = pd.date_range("2024-01-01", periods=70 + 10 * k, freq="D")
         level = 50 * (k + 1)
         values = level + 5 * np.sin(2 * np.pi * np.arange(len(days)) / 7) + \
@@ -103,12 +104,16 @@ def test_long_csv_panel_with_dates_runs_as_an_experiment(project_factory):
         "data.missing": "ffill", "prepare.window": 14, "evaluate.season": 7,
         "evaluate.baselines": ["naive", "seasonal_naive", "ridge"]})], timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
-    raw = pd.read_csv(proj.path / "data/raw/series.csv")
+    raw = pd.read_csv(proj.path / "data/raw/series.csv", dtype={"id": str},
+                      keep_default_na=False)
     assert list(raw["id"].drop_duplicates()) == list(frame["store"].drop_duplicates())
     assert raw.groupby("id")["t"].apply(lambda t: t.is_monotonic_increasing).all()
     assert raw["t"].iloc[0] == "2024-01-01"
-    by = pd.read_csv(proj.path / "reports/metrics_by_series.csv")
-    assert sorted(by["id"]) == ["east", "north", "south", "west"]
+    by = pd.read_csv(proj.path / "reports/metrics_by_series.csv", dtype={"id": str},
+                     keep_default_na=False)
+    assert sorted(by["id"]) == ["001", "NA", "east", "north"]
+    figures = {p.name for p in (proj.path / "reports/figures").glob("*.png")}
+    assert {"forecast_best.png", "forecast_median.png", "forecast_worst.png"} <= figures
     metrics = proj.read_json("reports/metrics.json")
     assert metrics["n_series"] == 4 and metrics["seasonal_naive"]["mase_mean"] > 0
 

@@ -558,3 +558,66 @@ def test_the_global_ridge_reads_each_series_scaled_windows():
     sid = p.series_of(te)
     want = pred * p.scale[sid, None] + p.center[sid, None]
     np.testing.assert_allclose(f["ridge"], want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("forecaster", ["none"], indirect=True)
+def test_an_id_too_short_to_forecast_is_left_out_and_named(forecaster, tmp_path, capsys):
+    p, _, path = forecaster
+    a, b = int(p.offsets[0]), int(p.offsets[1])
+    raw = pd.concat([pd.DataFrame({"id": "long", "t": np.arange(b - a), "value": p.levels[a:b]}),
+                     pd.DataFrame({"id": "short", "t": np.arange(3), "value": [1.0, 2.0, 3.0]})])
+    csv = tmp_path / "rows.csv"
+    raw.to_csv(csv, index=False)
+    out = tmp_path / "forecast.csv"
+    main(["--model", str(path), "--csv", str(csv), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert "1 id(s) left out, the first: id 'short': the series has 3 values" in err, err
+    assert pd.read_csv(out)["id"].tolist() == ["long"]
+
+
+def test_aggregates_leave_out_series_without_a_score():
+    from attn_forecast import panel as P
+    table = pd.DataFrame({"id": ["a", "b", "c"], "model_rmse": [1.0, 2.0, 3.0],
+                          "model_mase": [0.5, np.nan, 2.0], "naive_rmse": [1.0, 1.0, 1.0],
+                          "naive_mase": [1.0, np.nan, 1.0]})
+    agg = P.aggregate(table, ["model", "naive"])
+    assert agg["model"]["n_series"] == 2 and agg["model"]["mase_mean"] == 1.25
+    assert agg["model"]["beats_naive"] == 0.5           # of the two series both score
+    assert agg["model"]["rmse_mean"] == 2.0
+
+
+def test_augment_moves_on_a_panel_sees_only_changes_inside_training_windows():
+    """train.augment_units moves: the std of the one-step changes inside the training
+    windows; on a panel never a change across two series, nor one after a series' training
+    part (a single series keeps its one-span rule)."""
+    from attn_forecast.train import move_unit
+    series = _hand_series()
+    p = _panel(series, val_frac=0.1, transform="diff")
+    ends = p.ends("train")
+    z = torch.from_numpy(np.asarray(p.z))
+    rows = sorted({r for e in ends for r in range(e - W + 1, e + H)})
+    want = np.std(np.diff(np.asarray(p.z, dtype=np.float64))[np.array(rows) - 1], ddof=1)
+    assert math.isclose(move_unit(z, torch.from_numpy(ends), W, H), want, rel_tol=1e-12)
+    changed = [s.copy() for s in series]
+    changed[1][int(p.val_start[1]):] *= 3                 # after series 1's training part
+    q = _panel(changed, val_frac=0.1, transform="diff")
+    assert move_unit(torch.from_numpy(np.asarray(q.z)), torch.from_numpy(ends), W, H) == \
+        move_unit(z, torch.from_numpy(ends), W, H)
+    # one series: the changes over its training windows' whole span, as before
+    one = torch.from_numpy(np.asarray(p.z[p.offsets[4]:p.offsets[5]]))
+    e1 = torch.arange(W + 1, 60)
+    assert move_unit(one, e1, W, H) == float(torch.diff(one[1:60 + H - 1].double()).std())
+
+
+def test_numbers_that_turn_fractional_after_the_first_block_read_back(tmp_path):
+    """pyarrow types a column from its first block: whole numbers there, 0.5 later."""
+    from attn_forecast.panel import read_raw_panel
+    n = 700_000                                            # > one 8 MiB block
+    frame = pd.concat([pd.DataFrame({"id": "A", "t": np.arange(n), "value": 1.0}),
+                       pd.DataFrame({"id": "B", "t": np.arange(5) + 0.5, "value": 2.0})])
+    frame["signal"] = np.nan
+    path = tmp_path / "raw.csv"
+    frame.to_csv(path, index=False)
+    ids, offsets, t, value, _ = read_raw_panel(path)
+    assert ids.tolist() == ["A", "B"] and offsets.tolist() == [0, n, n + 5]
+    np.testing.assert_array_equal(t, frame["t"].to_numpy(np.float64))

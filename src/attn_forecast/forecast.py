@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import pickle
+import sys
 
 import numpy as np
 import pandas as pd
@@ -234,14 +235,16 @@ def main(argv: list[str] | None = None) -> None:
     print(f"forecast: {args.steps} steps after {len(series)} values -> {args.out}{note}")
 
 
-def panel_scaler(meta: dict, sid: str, levels: np.ndarray) -> tuple[dict, bool]:
+def panel_scaler(meta: dict, sid: str, levels: np.ndarray, lookup: dict | None = None
+                 ) -> tuple[dict, bool]:
     """Series ``sid``'s scaler: the one training fitted on its training part, or for an id
     the training never saw, one fitted on the history given now. Returns it and whether it
-    was known."""
+    was known. ``lookup``: id -> its index in the checkpoint (built once for many ids)."""
     from .panel import _scaler
     known = meta["series"]
     kind = meta["scaler"]["kind"]
-    lookup = {name: k for k, name in enumerate(known["ids"])}
+    if lookup is None:
+        lookup = {name: k for k, name in enumerate(known["ids"])}
     if sid in lookup:
         k = lookup[sid]
         return {"kind": kind, "center": known["center"][k], "scale": known["scale"][k]}, True
@@ -263,20 +266,28 @@ def forecast_panel(args: argparse.Namespace, payload: dict, model: torch.nn.Modu
     ids = frame["id"].to_numpy()
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     bounds = np.r_[starts, len(ids)]
-    parts, unseen = [], 0
+    lookup = {name: k for k, name in enumerate(meta["series"]["ids"])}
+    values_all, times_all = frame["value"].to_numpy(), frame["t"].to_numpy()
+    parts, unseen, skipped = [], 0, []
     for a, b in zip(bounds[:-1], bounds[1:]):
         sid = str(ids[a])
-        levels, times = frame["value"].to_numpy()[a:b], frame["t"].to_numpy()[a:b]
+        levels, times = values_all[a:b], times_all[a:b]
         try:
-            scaler, known = panel_scaler(meta, sid, levels)
-            unseen += not known
+            scaler, known = panel_scaler(meta, sid, levels, lookup)
             values = forecast_levels(model, {**meta, "scaler": scaler}, levels, args.steps,
                                      times)
-        except UserInputError as err:
-            raise UserInputError(f"id {sid!r}: {err}") from None
+        except UserInputError as err:   # one id that cannot be forecast: the others still are
+            skipped.append(f"id {sid!r}: {err}")
+            continue
+        unseen += not known
         parts.append(pd.DataFrame({"id": sid, "step": np.arange(1, args.steps + 1),
                                    "time": next_times(times, args.steps), "forecast": values}))
+    if not parts:
+        raise UserInputError(f"no id could be forecast; the first: {skipped[0]}")
     write_csv(args.out, pd.concat(parts, ignore_index=True))
+    if skipped:
+        print(f"forecast: warning: {len(skipped)} id(s) left out, the first: {skipped[0]}",
+              file=sys.stderr)
     note = f" ({unseen} id(s) not in training, scaled by their own history)" if unseen else ""
     print(f"forecast: {args.steps} steps for each of {len(parts)} ids{note} -> {args.out}")
 

@@ -323,8 +323,16 @@ def read_raw_panel(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
     opts = pacsv.ConvertOptions(column_types={"id": pa.string(), "value": pa.float64(),
                                               "signal": pa.float64()},
                                 include_columns=["id", "t", "value", "signal"])
-    reader = pacsv.open_csv(str(path), convert_options=opts,
-                            read_options=pacsv.ReadOptions(block_size=8 << 20))
+    read = pacsv.ReadOptions(block_size=8 << 20)
+    reader = pacsv.open_csv(str(path), convert_options=opts, read_options=read)
+    t_type = reader.schema.field("t").type
+    if pa.types.is_integer(t_type):  # the first block's whole numbers: read every block's as
+        opts.column_types = {**opts.column_types, "t": pa.float64()}     # float64 (0.5 later)
+        reader = pacsv.open_csv(str(path), convert_options=opts, read_options=read)
+    elif not (pa.types.is_floating(t_type) or pa.types.is_date(t_type)
+              or pa.types.is_timestamp(t_type) or pa.types.is_null(t_type)):
+        raise UserInputError(f"{path}: column 't' holds {t_type} values, not numbers or ISO "
+                             "dates; run the generate stage again (dvc repro)")
     cap = max(_max_rows(path), 0)
     value, signal = np.empty(cap), np.empty(cap)
     t = None
@@ -506,17 +514,22 @@ def panel_baselines(p: Panel, names: list[str], *, ridge_alpha: float, season: i
         else:
             out[name], failed = _per_series(p, name, test, sid, season)
             if failed:
-                warnings.append(f"warning: baseline {name} could not be fitted on series "
-                                f"{failed}; it is reported as null")
+                warnings.append(f"warning: baseline {name} could not be fitted on "
+                                f"{len(failed)} series (first: {failed[0]}); their scores "
+                                "are left out of its aggregates")
+            if len(failed) == p.n_series:
+                out[name] = None
     return out, warnings
 
 
 def _per_series(p: Panel, name: str, test: np.ndarray, sid: np.ndarray, season: int
-                ) -> tuple[np.ndarray | None, str]:
+                ) -> tuple[np.ndarray, list[str]]:
     """ETS, Theta or ARIMA fitted on each series' training part, forecasting its test windows
-    from their own origins (statbaselines.forecast). None and the series' id if one fails."""
+    from their own origins (statbaselines.forecast). A series it cannot fit gets NaN, and is
+    named in the list returned."""
     from . import statbaselines as S
-    out = np.zeros((len(test), p.horizon))
+    out = np.full((len(test), p.horizon), np.nan)
+    failed = []
     for i in range(p.n_series):
         a, b = (int(x) for x in p.offsets[i:i + 2])
         rows = np.flatnonzero(sid == i)
@@ -524,8 +537,8 @@ def _per_series(p: Panel, name: str, test: np.ndarray, sid: np.ndarray, season: 
             out[rows] = S.forecast(name, np.asarray(p.levels[a:b]), int(p.val_start[i]),
                                    test[rows] - a, p.horizon, season)
         except S.BaselineFailed as err:
-            return None, f"{p.ids[i]!r} ({err})"
-    return out, ""
+            failed.append(f"{p.ids[i]!r} ({err})")
+    return out, failed
 
 
 def naive_scales(p: Panel) -> np.ndarray:
@@ -566,8 +579,10 @@ def by_series(p: Panel, ends: np.ndarray, actual: np.ndarray,
 
 def aggregate(table: pd.DataFrame, names: list[str]) -> dict:
     """Mean and median over series of each forecaster's per-series scores; mean MASE is the
-    panel's headline (scale-free, so every series counts alike). ``beats_naive`` is the share
-    of series where the forecaster's MASE is below naive's."""
+    panel's headline (scale-free, so every series counts alike). A series without a score (a
+    baseline that could not fit it; MASE: a training part without any change) is left out,
+    and ``n_series`` counts those scored. ``beats_naive`` is the share of series where the
+    forecaster's MASE is below naive's."""
     out = {}
     for name in names:
         if f"{name}_rmse" not in table:
@@ -581,8 +596,12 @@ def aggregate(table: pd.DataFrame, names: list[str]) -> dict:
                 v = v[np.isfinite(v)]
                 m[f"{metric}_mean"] = float(np.mean(v)) if len(v) else None
                 m[f"{metric}_median"] = float(np.median(v)) if len(v) else None
+        mase = table[f"{name}_mase"].to_numpy(dtype=float)
+        m["n_series"] = int(np.isfinite(mase).sum())   # series with a score (MASE defined)
         if name != "naive" and "naive_mase" in table:
-            m["beats_naive"] = float(np.mean(table[f"{name}_mase"] < table["naive_mase"]))
+            naive = table["naive_mase"].to_numpy(dtype=float)
+            both = np.isfinite(mase) & np.isfinite(naive)
+            m["beats_naive"] = float(np.mean(mase[both] < naive[both])) if both.any() else None
         out[name] = m
     return out
 

@@ -111,10 +111,21 @@ def augment(x: torch.Tensor, y: torch.Tensor, p: TrainParams, gen: torch.Generat
 
 def move_unit(series: torch.Tensor, train_ends: torch.Tensor, window: int, horizon: int
               ) -> float:
-    """The std of the one-step changes over the training windows' span: the unit of
-    ``train.augment_units: moves``."""
+    """The std of the one-step changes inside the training windows: the unit of
+    ``train.augment_units: moves``. One series: its training windows' span. A panel (ends
+    with gaps): the changes inside each training window's rows only, so never a change
+    across two series, nor a value after a series' training part."""
     lo, hi = int(train_ends.min()) - window, int(train_ends.max()) + horizon
-    return float(torch.diff(series[lo:hi].double()).std())
+    if len(train_ends) == hi - lo - window - horizon + 1:   # contiguous ends: one span
+        return float(torch.diff(series[lo:hi].double()).std())
+    ends = train_ends.cpu().numpy()
+    n = len(series) + 1
+    # rows r whose change series[r] - series[r-1] lies inside a window [e - W, e + H)
+    cover = np.cumsum(np.bincount(ends - window + 1, minlength=n)
+                      - np.bincount(ends + horizon, minlength=n))[:len(series)] > 0
+    rows = torch.from_numpy(np.flatnonzero(cover)).to(series.device)
+    s = series.double()
+    return float((s[rows] - s[rows - 1]).std())
 
 
 def resolve_batch(batch_size: int | str, n: int) -> int:
