@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> None:
                                       p.noise_std, p.trend)
         else:
             chunks = [read_panel_csv(p.csv_path, p.csv_id_column, p.csv_column,
-                                     p.csv_time_column, p.missing, **csv_dialect(p))]
+                                     p.csv_time_column, p.missing,
+                                     features=p.csv_feature_columns, **csv_dialect(p))]
         rows = write_panel_csv(args.out, chunks)
         print(f"generate: a panel of {rows} points of {p.kind} data -> {args.out}")
         return

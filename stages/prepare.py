@@ -15,7 +15,7 @@ import pandas as pd
 
 from attn_forecast.data import FEATURE_PREFIX, source_settings
 from attn_forecast.errors import UserInputError, run_cli
-from attn_forecast.panel import prepare_panel, read_raw_panel, save_panel
+from attn_forecast.panel import prepare_panel, read_raw_features, read_raw_panel, save_panel
 from attn_forecast.params import check_patches, load_params
 from attn_forecast.windows import choose_auto, prepare, save_prepared
 
@@ -62,16 +62,21 @@ def _panel(args: argparse.Namespace, params) -> None:
     """Many series: one flat, memory-mappable store with an offsets table (panel.py)."""
     p = params.prepare
     ids, offsets, t, levels, signal = read_raw_panel(args.series)
+    names = params.data.csv_feature_columns
+    raw = read_raw_features(args.series, names) if names else None
     panel = prepare_panel(ids, offsets, t, levels, signal, window=p.window, horizon=p.horizon,
                           test_frac=p.test_frac, val_frac=p.val_frac, scaler=p.scaler,
-                          transform=p.transform, source=source_settings(params.data))
+                          transform=p.transform, source=source_settings(params.data),
+                          features=raw, feature_names=tuple(names),
+                          feature_transforms=tuple(p.feature_transforms))
     del t, levels, signal
     save_panel(args.out, panel)
     n = panel.meta()["n_windows"]
     left = panel.dropped.get("count", 0)
     print(f"prepare: a panel of {panel.n_series} series, {n['train']} train / {n['val']} val / "
           f"{n['test']} test windows of {p.window} -> {p.horizon}, scaler {p.scaler} per "
-          f"series, transform {p.transform} -> {args.out}")
+          f"series, transform {p.transform}"
+          + (f", features {', '.join(names)}" if names else "") + f" -> {args.out}")
     if left:
         print(f"prepare: warning: {left} series too short for a window in every part were "
               f"left out (first: {', '.join(panel.dropped['ids'])})", file=sys.stderr)

@@ -161,3 +161,39 @@ def test_ddp_on_a_panel_matches_one_process(project_factory):
         two = train(f"two_{batch}", **{"train.nproc": 2, "train.batch_size": batch})
         assert len(one) == len(two) == 4
         assert (np.abs(two - one) / np.abs(one) < tol).all(), (batch, one, two)
+
+
+def test_a_panel_of_ohlcv_bars_with_features_runs_as_an_experiment(project_factory, tmp_path):
+    """Several tickers' daily bars in one long file: close forecast from OHLCV past
+    covariates, each ticker's features scaled on its own training rows."""
+    from attn_forecast.data import ohlcv
+    proj = project_factory("panel_ohlcv", {"train.epochs": 5})
+    frames = []
+    for k, ticker in enumerate(["AAA", "BBB", "CCC"]):
+        bars = ohlcv(150, k, lead=0.8)
+        bars.insert(0, "ticker", ticker)
+        frames.append(bars)
+    pd.concat(frames).to_csv(proj.path / "data/external/bars.csv", index=False)
+    proj.git_commit("bars")
+    res = proj.run(["dvc", "exp", "run", "-n", "tickers", *_sets({
+        "data.kind": "csv", "data.csv_path": "data/external/bars.csv",
+        "data.csv_id_column": "ticker", "data.csv_time_column": "date",
+        "data.csv_column": "close", "prepare.transform": "log_return", "prepare.window": 10,
+        "data.csv_feature_columns": ["open", "high", "low", "volume"],
+        "prepare.feature_transforms": ["log_return", "log_return", "log_return", "log1p"],
+        "train.augment_noise": 0.0, "evaluate.baselines": ["naive", "ridge"]})], timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "a panel of 3 series" in res.stdout and "features open, high, low, volume" \
+        in res.stdout, res.stdout
+    meta = proj.read_json("data/prepared/panel.json")
+    assert meta["features"] == ["open", "high", "low", "volume"]
+    metrics = proj.read_json("reports/metrics.json")
+    assert metrics["ridge_features"]["mase_mean"] > 0 and metrics["model"]["mase_mean"] > 0
+    fc = tmp_path / "fc.csv"
+    res = proj.run(["python", "-m", "attn_forecast.forecast", "--model", "models/model.pt",
+                    "--csv", "data/external/bars.csv", "--out", str(fc)], timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    got = pd.read_csv(fc)
+    assert got["id"].tolist() == ["AAA", "BBB", "CCC"]
+    last = pd.concat(frames).groupby("ticker")["close"].last()
+    assert ((got.set_index("id")["forecast"] / last).between(0.8, 1.2)).all()

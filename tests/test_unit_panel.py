@@ -341,7 +341,8 @@ def test_ffill_never_carries_a_value_from_one_id_into_the_next(tmp_path):
     assert got["value"].tolist() == [1, 2, 2, 10, 10, 30]
     # an id whose first time is empty has no value to carry, even right after another id's
     path = _write(tmp_path / "lead.csv", "id,t,value\n" "a,1,1\n" "a,2,2\n" "b,1,\n" "b,2,5\n")
-    with pytest.raises(UserInputError, match=r"id 'b' starts with empty cells \(line 4\)"):
+    with pytest.raises(UserInputError,
+                       match=r"id 'b' starts with empty cells in 'value' \(line 4\)"):
         read_panel_csv(path, "id", "value", "t", "ffill")
     got = read_panel_csv(path, "id", "value", "t", "drop")
     assert got["id"].tolist() == ["a", "a", "b"] and got["value"].tolist() == [1, 2, 5]
@@ -621,3 +622,83 @@ def test_numbers_that_turn_fractional_after_the_first_block_read_back(tmp_path):
     ids, offsets, t, value, _ = read_raw_panel(path)
     assert ids.tolist() == ["A", "B"] and offsets.tolist() == [0, n, n + 5]
     np.testing.assert_array_equal(t, frame["t"].to_numpy(np.float64))
+
+
+# ---------------------------------------------------------------- past covariates on a panel
+def _feature_panel(transform="log_return"):
+    rs = np.random.default_rng(11)
+    series = [100 * np.exp(np.cumsum(rs.normal(0, 0.02, n))) for n in (60, 75)]
+    volume = [np.exp(10 + rs.normal(0, 0.5, len(s))) for s in series]
+    raw = np.stack([np.concatenate(series), np.concatenate(volume)], axis=1)  # open, volume
+    return series, raw, prepare_panel(
+        *_arrays(series, ["north", "south"]), window=8, horizon=1, test_frac=0.2,
+        val_frac=0.1, scaler="zscore", transform=transform,
+        source=source_settings(DataParams(kind="csv", csv_id_column="id", csv_time_column="t",
+                                          csv_feature_columns=["open", "volume"])),
+        features=raw, feature_names=("open", "volume"),
+        feature_transforms=("log_return", "log1p"))
+
+
+def test_panel_features_are_scaled_per_series_on_its_training_rows_only():
+    from attn_forecast.windows import feature_series
+    series, raw, p = _feature_panel()
+    assert p.cal.shape == (len(raw), 2) and p.cal.dtype == np.float32
+    for i in range(2):
+        a, b = int(p.offsets[i]), int(p.offsets[i + 1])
+        for k, kind in enumerate(("log_return", "log1p")):
+            f = feature_series(raw[a:b, k], kind, "x")
+            train = f[1:p.val_start[i]]          # the training targets' rows (offset 1)
+            train = train[np.isfinite(train)]
+            assert math.isclose(p.feature_center[i, k], np.mean(train), rel_tol=1e-12)
+            assert math.isclose(p.feature_scale[i, k], np.std(train), rel_tol=1e-12)
+            want = np.nan_to_num((f - np.mean(train)) / np.std(train), nan=0.0)
+            np.testing.assert_allclose(p.cal[a:b, k], want.astype(np.float32), rtol=1e-6)
+    # values from series 0's first validation target on change nothing of its scalers, and
+    # nothing of series 1
+    raw2 = raw.copy()
+    raw2[int(p.val_start[0]):int(p.offsets[1])] *= 3
+    q = prepare_panel(*_arrays(series, ["north", "south"]), window=8, horizon=1, test_frac=0.2,
+                      val_frac=0.1, scaler="zscore", transform="log_return", features=raw2,
+                      feature_names=("open", "volume"),
+                      feature_transforms=("log_return", "log1p"))
+    np.testing.assert_array_equal(q.feature_center, p.feature_center)
+    np.testing.assert_array_equal(q.feature_scale, p.feature_scale)
+    np.testing.assert_array_equal(q.cal[p.offsets[1]:], p.cal[p.offsets[1]:])
+
+
+def test_panel_features_round_trip_and_forecast_as_evaluate_does(tmp_path):
+    series, raw, p = _feature_panel()
+    save_panel(tmp_path / "prep", p)
+    back = load_data(tmp_path / "prep")
+    assert back.features == ("open", "volume") and _same(back.cal, p.cal)
+    assert _same(back.feature_center, p.feature_center)
+    torch.manual_seed(0)
+    model = build_model(ModelSettings(window=8, horizon=1, d_model=8, ffn_dim=8,
+                                      n_features=2)).eval()
+    path = tmp_path / "model.pt"
+    save_checkpoint(path, model, {"prepare": back.meta(), "best_epoch": 0, "history": []})
+    meta = load_payload(str(path))["prepare"]
+    ev = evaluate_panel(back, model, baselines=Baselines(forecasts={}), noise_std=None,
+                        weights=False)
+    lookup = {n: k for k, n in enumerate(meta["series"]["ids"])}
+    from attn_forecast.forecast import feature_scalers
+    for k, e in enumerate(ev.ends):
+        i = int(p.series_of(np.array([e]))[0])
+        a, sid = int(p.offsets[i]), str(p.ids[i])
+        scaler, _ = panel_scaler(meta, sid, p.levels[a:e], lookup)
+        extra = {"feature_scalers": feature_scalers(meta, sid, raw[a:e], lookup)}
+        got = forecast_levels(model, {**meta, "scaler": scaler, **extra}, p.levels[a:e], 1,
+                              features=raw[a:e])
+        np.testing.assert_allclose(got, ev.forecasts["model"][k], rtol=1e-6)
+    # the command on the long CSV: one row per id; more steps than the horizon is refused
+    frame = pd.concat([pd.DataFrame({"id": n, "t": np.arange(len(s)), "value": s,
+                                     "open": s, "volume": raw[p.offsets[i]:p.offsets[i + 1], 1]})
+                       for i, (n, s) in enumerate(zip(["north", "south"], series))])
+    csv = tmp_path / "bars.csv"
+    frame.to_csv(csv, index=False)
+    main(["--model", str(path), "--csv", str(csv), "--out", str(tmp_path / "fc.csv")])
+    assert pd.read_csv(tmp_path / "fc.csv")["id"].tolist() == ["north", "south"]
+    with pytest.raises(UserInputError, match="--steps must be <= 1"):
+        main(["--model", str(path), "--csv", str(csv), "--steps", "2", "--out",
+              str(tmp_path / "no.csv")])
+    assert not (tmp_path / "no.csv").exists()

@@ -274,8 +274,9 @@ def evaluate_panel(panel, model: nn.Module, *, baselines: Baselines, noise_std: 
     W, H = panel.window, panel.horizon
     test = panel.split.ends("test")
     z_dev = torch.from_numpy(panel.z).to(device)
+    cal = torch.from_numpy(panel.cal).to(device) if panel.cal is not None else None
     ends_dev = torch.from_numpy(test).to(device)
-    z_model = predict(model, z_dev, ends_dev, W, H).cpu().numpy()
+    z_model = predict(model, z_dev, ends_dev, W, H, cal=cal).cpu().numpy()
     actual = panel.targets(test)
     forecasts = {"model": panel.to_levels(z_model, test), **baselines.forecasts}
     table = P.by_series(panel, test, actual, forecasts)
@@ -287,7 +288,7 @@ def evaluate_panel(panel, model: nn.Module, *, baselines: Baselines, noise_std: 
     mean_w = example_w = None
     if weights and getattr(model, "blocks", None) is not None:
         sample = torch.from_numpy(P.spread(test, WEIGHT_WINDOWS)).to(device)
-        mean_w, example_w = attention_weights(model, z_dev, sample, W, H)
+        mean_w, example_w = attention_weights(model, z_dev, sample, W, H, cal=cal)
     return PanelEvaluation(metrics, table, test, actual, forecasts, mean_w, example_w,
                            list(baselines.warnings))
 

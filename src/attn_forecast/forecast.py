@@ -252,6 +252,25 @@ def panel_scaler(meta: dict, sid: str, levels: np.ndarray, lookup: dict | None =
     return {"kind": kind, "center": center, "scale": scale}, False
 
 
+def feature_scalers(meta: dict, sid: str, raw: np.ndarray, lookup: dict) -> list[dict]:
+    """Series ``sid``'s feature scalers: training's, or for an id the training never saw,
+    fitted on the transformed columns of the history given now."""
+    from .windows import feature_series
+    known = meta["series"]
+    if sid in lookup:
+        k = lookup[sid]
+        return [{"kind": "zscore", "center": c, "scale": s}
+                for c, s in zip(known["feature_center"][k], known["feature_scale"][k])]
+    out = []
+    for j, (name, kind) in enumerate(zip(meta["features"], meta["feature_transforms"])):
+        f = feature_series(raw[:, j], kind, name)
+        f = f[np.isfinite(f)]
+        sd = float(np.std(f)) if len(f) else 0.0
+        out.append({"kind": "zscore", "center": float(np.mean(f)) if len(f) else 0.0,
+                    "scale": sd if sd > 0 else 1.0})
+    return out
+
+
 def forecast_panel(args: argparse.Namespace, payload: dict, model: torch.nn.Module,
                    read: dict) -> None:
     """Every id of a long-format CSV: ``id, step, time, forecast`` rows, each series scaled
@@ -260,9 +279,16 @@ def forecast_panel(args: argparse.Namespace, payload: dict, model: torch.nn.Modu
     meta = payload["prepare"]
     id_column = args.id_column if args.id_column is not None else \
         meta.get("source", {}).get("id_column", "id")
+    names = meta.get("features") or []
+    if names and args.steps > meta["horizon"]:
+        raise UserInputError(f"--steps must be <= {meta['horizon']} (the model's horizon) for "
+                             f"a model with feature columns ({', '.join(names)}): their future "
+                             "values are not known, so it cannot feed forecasts back in")
     frame = read_panel_csv(args.csv, id_column, read["column"], read["time_column"],
                            read["missing"], time_format=read["time_format"], sep=read["sep"],
-                           decimal=read["decimal"], thousands=read["thousands"], keys=FLAGS)
+                           decimal=read["decimal"], thousands=read["thousands"],
+                           features=names, keys=FLAGS)
+    feats_all = frame[[FEATURE_PREFIX + n for n in names]].to_numpy() if names else None
     ids = frame["id"].to_numpy()
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     bounds = np.r_[starts, len(ids)]
@@ -274,8 +300,11 @@ def forecast_panel(args: argparse.Namespace, payload: dict, model: torch.nn.Modu
         levels, times = values_all[a:b], times_all[a:b]
         try:
             scaler, known = panel_scaler(meta, sid, levels, lookup)
-            values = forecast_levels(model, {**meta, "scaler": scaler}, levels, args.steps,
-                                     times)
+            feats = feats_all[a:b] if names else None
+            extra = {"feature_scalers": feature_scalers(meta, sid, feats, lookup)} \
+                if names else {}
+            values = forecast_levels(model, {**meta, "scaler": scaler, **extra}, levels,
+                                     args.steps, times, feats)
         except UserInputError as err:   # one id that cannot be forecast: the others still are
             skipped.append(f"id {sid!r}: {err}")
             continue

@@ -112,13 +112,15 @@ def write_panel_csv(path: str | Path, chunks) -> int:
 # ---------------------------------------------------------------- a user's long CSV
 def read_panel_csv(path: str | Path, id_column: str, column: str, time_column: str,
                    missing: str, *, time_format: str = "auto", sep: str = ",",
-                   decimal: str = ".", thousands: str = "", keys: dict | None = None
-                   ) -> pd.DataFrame:
-    """A long-format panel (one row per id and time) as ``id, t, value, signal``, grouped by
-    id (in order of first appearance) and sorted by time inside each id. The time column is
-    read with one format for the whole file; each id's times must be distinct; empty value
-    cells follow ``missing`` inside each id (``ffill`` never carries a value across ids)."""
-    from .data import PARAM_KEYS, DataError, _line, _to_numbers, iso_times, parse_times
+                   decimal: str = ".", thousands: str = "", features: list[str] = (),
+                   keys: dict | None = None) -> pd.DataFrame:
+    """A long-format panel (one row per id and time) as ``id, t, value, signal`` (and a
+    ``feature:<name>`` column per feature), grouped by id (in order of first appearance) and
+    sorted by time inside each id. The time column is read with one format for the whole
+    file; each id's times must be distinct; empty cells follow ``missing`` inside each id
+    (``ffill`` never carries a value across ids; ``drop`` drops a row with any empty cell)."""
+    from .data import (FEATURE_PREFIX, PARAM_KEYS, DataError, _line, _to_numbers, iso_times,
+                       parse_times)
     keys = {**PARAM_KEYS, "id_column": "data.csv_id_column", **(keys or {})}
     path = Path(path)
     if not path.is_file():
@@ -130,7 +132,8 @@ def read_panel_csv(path: str | Path, id_column: str, column: str, time_column: s
         raise DataError(f"{path}: not a readable CSV file ({first})") from None
     raw.columns = [str(c).strip() for c in raw.columns]
     for key, name in ((keys["id_column"], id_column), (keys["column"], column),
-                      (keys["time_column"], time_column)):
+                      (keys["time_column"], time_column),
+                      *((keys["features"], f) for f in features)):
         if name and name not in raw.columns:
             have = ", ".join(map(str, raw.columns)) or "none"
             raise DataError(f"{key}: column {name!r} not in {path} (columns: {have})")
@@ -141,14 +144,18 @@ def read_panel_csv(path: str | Path, id_column: str, column: str, time_column: s
     if (ids == "").any():
         i = _line(ids == "")
         raise DataError(f"{path}: id column {id_column!r} is empty on line {i + 2}")
-    text = raw[column].str.strip()
-    values = _to_numbers(text, column, decimal, thousands, str(path), keys)
-    empty = (text == "").to_numpy()
+    numeric = {"value": column, **{FEATURE_PREFIX + f: f for f in features}}
     key = parse_times(raw[time_column].str.strip(), time_format, str(path), time_column,
                       keys["time_format"])
     codes, uniques = pd.factorize(ids, sort=False)
-    frame = pd.DataFrame({"code": codes, "key": key, "value": values.to_numpy(np.float64),
-                          "empty": empty, "line": np.arange(len(raw)) + 2})
+    frame = pd.DataFrame({"code": codes, "key": key, "line": np.arange(len(raw)) + 2})
+    empty = np.zeros(len(raw), dtype=bool)
+    for out, name in numeric.items():
+        text = raw[name].str.strip()
+        frame[out] = _to_numbers(text, name, decimal, thousands, str(path), keys).to_numpy(
+            np.float64)
+        empty |= (text == "").to_numpy()
+    frame["empty"] = empty
     frame = frame.sort_values(["code", "key"], kind="stable").reset_index(drop=True)
     dup = frame.duplicated(["code", "key"], keep=False).to_numpy()
     if dup.any():
@@ -158,26 +165,33 @@ def read_panel_csv(path: str | Path, id_column: str, column: str, time_column: s
                         f"{r['line']}); each id's times must be distinct")
     if frame["empty"].any():
         first = frame.iloc[int(np.flatnonzero(frame["empty"].to_numpy())[0])]
+        what = repr(column) if not features else f"{column!r} or a feature"
         if missing == "error":
-            raise DataError(f"{path} has {int(frame['empty'].sum())} empty cell(s) in "
-                            f"{column!r}, the first for id {uniques[first['code']]!r} on line "
+            raise DataError(f"{path} has {int(frame['empty'].sum())} row(s) with an empty cell "
+                            f"in {what}, the first for id {uniques[first['code']]!r} on line "
                             f"{first['line']}; set {keys['missing']} to ffill or drop")
         if missing == "drop":
             frame = frame[~frame["empty"]].reset_index(drop=True)
         else:
-            frame["value"] = frame.groupby("code")["value"].ffill()
-            lead = frame["value"].isna().to_numpy()
-            if lead.any():
-                r = frame.iloc[int(np.flatnonzero(lead)[0])]
-                raise DataError(f"{path}: id {uniques[r['code']]!r} starts with empty cells "
-                                f"(line {r['line']}), with no earlier value to carry forward; "
-                                f"remove them or set {keys['missing']} to drop")
+            for out, name in numeric.items():
+                frame[out] = frame.groupby("code")[out].ffill()
+                lead = frame[out].isna().to_numpy()
+                if lead.any():
+                    r = frame.iloc[int(np.flatnonzero(lead)[0])]
+                    raise DataError(f"{path}: id {uniques[r['code']]!r} starts with empty "
+                                    f"cells in {name!r} (line {r['line']}), with no earlier "
+                                    f"value to carry forward; remove them or set "
+                                    f"{keys['missing']} to drop")
     if not len(frame):
         raise DataError(f"{path}: column {column!r} holds no values")
     t = iso_times(frame["key"]) if frame["key"].dtype.kind == "M" else frame["key"].to_numpy()
-    return pd.DataFrame({"id": np.asarray(uniques, dtype=object)[frame["code"].to_numpy()],
-                         "t": t, "value": frame["value"].to_numpy(np.float64),
-                         "signal": np.nan})
+    out = pd.DataFrame({"id": np.asarray(uniques, dtype=object)[frame["code"].to_numpy()],
+                        "t": t, "value": frame["value"].to_numpy(np.float64),
+                        "signal": np.nan})
+    for name in numeric:
+        if name != "value":
+            out[name] = frame[name].to_numpy(np.float64)
+    return out
 
 
 # ---------------------------------------------------------------- the prepared panel
@@ -222,10 +236,20 @@ class Panel:
     scaler: str
     source: dict = field(default_factory=dict)
     dropped: dict = field(default_factory=dict)   # {"count": n, "ids": first few}
-    is_panel = True
-    cal = None
-    n_time_features = n_features = 0
     auto: dict = field(default_factory=dict)
+    # past covariates (data.csv_feature_columns): (R, F) float32, level-aligned like z, each
+    # column transformed and z-scored per series on its training rows; None without
+    cal: np.ndarray | None = None
+    features: tuple = ()
+    feature_transforms: tuple = ()
+    feature_center: np.ndarray | None = None     # (S, F)
+    feature_scale: np.ndarray | None = None      # (S, F)
+    is_panel = True
+    n_time_features = 0
+
+    @property
+    def n_features(self) -> int:
+        return len(self.features)
 
     @property
     def offset(self) -> int:
@@ -288,8 +312,13 @@ class Panel:
                 "n_windows": {p: int(self.counts(p).sum()) for p in ("train", "val", "test")},
                 "source": self.source, "dropped": self.dropped, "time_features": [],
                 "auto": self.auto,
+                "features": list(self.features),
+                "feature_transforms": list(self.feature_transforms), "feature_scalers": [],
                 "series": {"ids": [str(i) for i in self.ids],
-                           "center": self.center.tolist(), "scale": self.scale.tolist()}}
+                           "center": self.center.tolist(), "scale": self.scale.tolist(),
+                           **({"feature_center": self.feature_center.tolist(),
+                               "feature_scale": self.feature_scale.tolist()}
+                              if self.n_features else {})}}
 
 
 def is_panel_dir(folder: str | Path) -> bool:
@@ -370,6 +399,32 @@ def read_raw_panel(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return np.array(ids, dtype=str), offsets, t[:row], value[:row], signal[:row]
 
 
+def read_raw_features(path: str | Path, names: list[str]) -> np.ndarray:
+    """The ``feature:<name>`` columns of the generate stage's panel CSV, (R, F) float64,
+    in a second pass over the file (only these columns in memory)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    from .data import FEATURE_PREFIX
+    cols = [FEATURE_PREFIX + n for n in names]
+    opts = pacsv.ConvertOptions(column_types={c: pa.float64() for c in cols},
+                                include_columns=cols)
+    try:
+        reader = pacsv.open_csv(str(path), convert_options=opts,
+                                read_options=pacsv.ReadOptions(block_size=8 << 20))
+    except pa.ArrowInvalid:
+        raise UserInputError(f"{path} has no column for every feature of "
+                             "data.csv_feature_columns; run the generate stage again "
+                             "(dvc repro)") from None
+    out = np.empty((max(_max_rows(path), 0), len(names)))
+    row = 0
+    for batch in reader:
+        k = batch.num_rows
+        for j in range(len(names)):
+            out[row:row + k, j] = batch.column(j).to_numpy(zero_copy_only=False)
+        row += k
+    return out[:row]
+
+
 def _scaler(zm: np.ndarray, kind: str) -> tuple[float, float]:
     if kind == "none" or not len(zm):
         return 0.0, 1.0
@@ -383,10 +438,13 @@ def _scaler(zm: np.ndarray, kind: str) -> tuple[float, float]:
 
 def prepare_panel(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, levels: np.ndarray,
                   signal: np.ndarray, *, window: int, horizon: int, test_frac: float,
-                  val_frac: float, scaler: str, transform: str, source: dict | None = None
-                  ) -> Panel:
+                  val_frac: float, scaler: str, transform: str, source: dict | None = None,
+                  features: np.ndarray | None = None, feature_names: tuple = (),
+                  feature_transforms: tuple = ()) -> Panel:
     """Split, transform and scale every series by its own training part; series without a
-    window in every part are left out."""
+    window in every part are left out. ``features``: raw past covariates (R, F), one column
+    per name, each with its transform (windows.feature_series), z-scored per series on its
+    training rows (a column constant there: by 1 around its value)."""
     off = transform_offset(transform)
     n = np.diff(offsets)
     if not len(n):
@@ -412,6 +470,7 @@ def prepare_panel(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, levels: n
     if len(keep) < len(ids):
         rows = concat_ranges(offsets[keep], offsets[keep + 1])
         t, levels, signal = t[rows], levels[rows], signal[rows]
+        features = features[rows] if features is not None else None
         n, val_start, test_start, ids = n[keep], val_start[keep], test_start[keep], ids[keep]
         offsets = np.concatenate([[0], np.cumsum(n)]).astype(np.int64)
     z = np.zeros(len(levels), dtype=np.float32)
@@ -427,8 +486,42 @@ def prepare_panel(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, levels: n
                                  "value that is not finite; use diff or none")
         center[i], scale[i] = _scaler(zm[:val_start[i] - off], scaler)
         z[a + off:b] = (zm - center[i]) / scale[i]
+    extra = {}
+    if feature_names:
+        names = tuple(feature_names)
+        kinds = tuple(feature_transforms) or ("none",) * len(names)
+        cal, fc, fs = scale_features(np.asarray(features, dtype=np.float64), offsets, val_start,
+                                     off, names, kinds, ids)
+        extra = {"cal": cal, "features": names, "feature_transforms": kinds,
+                 "feature_center": fc, "feature_scale": fs}
     return Panel(ids, offsets, val_start, test_start, center, scale, levels, signal, t, z,
-                 window, horizon, transform, scaler, dict(source or {}), dropped)
+                 window, horizon, transform, scaler, dict(source or {}), dropped, **extra)
+
+
+def scale_features(raw: np.ndarray, offsets: np.ndarray, val_start: np.ndarray, off: int,
+                   names: tuple, kinds: tuple, ids: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each series' feature columns transformed and z-scored on its training rows (levels
+    ``off .. val_start - 1``, the rows of its training targets' steps): (R, F) float32
+    level-aligned, and the (S, F) centers and scales. A value the transform leaves undefined
+    (a differenced column's first row) is 0, the training mean."""
+    from .windows import feature_series
+    S, F = len(offsets) - 1, len(names)
+    cal = np.zeros((len(raw), F), dtype=np.float32)
+    center, scale = np.zeros((S, F)), np.ones((S, F))
+    for i in range(S):
+        a, b = int(offsets[i]), int(offsets[i + 1])
+        for k in range(F):
+            try:
+                f = feature_series(raw[a:b, k], kinds[k], names[k])
+            except UserInputError as err:
+                raise UserInputError(f"series {ids[i]!r}: {err}") from None
+            part = f[off:val_start[i]]
+            part = part[np.isfinite(part)]
+            c, sd = (float(np.mean(part)), float(np.std(part))) if len(part) else (0.0, 1.0)
+            center[i, k], scale[i, k] = c, sd if sd > 0 else 1.0
+            cal[a:b, k] = np.nan_to_num((f - c) / scale[i, k], nan=0.0)
+    return cal, center, scale
 
 
 ARRAYS = ("levels", "signal", "t", "z")
@@ -441,9 +534,13 @@ def save_panel(out_dir: str | Path, p: Panel) -> None:
         for name in ARRAYS:
             np.save(tmp / f"{name}.npy", np.ascontiguousarray(getattr(p, name)),
                     allow_pickle=False)
+        if p.n_features:
+            np.save(tmp / "cal.npy", np.ascontiguousarray(p.cal), allow_pickle=False)
         with open(tmp / "index.npz", "wb") as fh:
             np.savez(fh, ids=p.ids.astype(str), offsets=p.offsets, val_start=p.val_start,
-                     test_start=p.test_start, center=p.center, scale=p.scale)
+                     test_start=p.test_start, center=p.center, scale=p.scale,
+                     **({"feature_center": p.feature_center, "feature_scale": p.feature_scale}
+                        if p.n_features else {}))
         write_json(tmp / PANEL_FILE, {k: v for k, v in p.meta().items() if k != "series"})
 
 
@@ -458,7 +555,13 @@ def load_panel(in_dir: str | Path, mmap: bool = True) -> Panel:
                  idx["center"], idx["scale"], arrays["levels"], arrays["signal"], arrays["t"],
                  arrays["z"], meta["window"], meta["horizon"], meta["transform"],
                  meta["scaler"]["kind"], meta.get("source", {}), meta.get("dropped", {}),
-                 meta.get("auto", {}))
+                 meta.get("auto", {}), **({
+                     "cal": np.load(d / "cal.npy", mmap_mode="c" if mmap else None,
+                                    allow_pickle=False),
+                     "features": tuple(meta["features"]),
+                     "feature_transforms": tuple(meta["feature_transforms"]),
+                     "feature_center": idx["feature_center"],
+                     "feature_scale": idx["feature_scale"]} if meta.get("features") else {}))
 
 
 # ---------------------------------------------------------------- baselines and scores
@@ -506,6 +609,16 @@ def panel_baselines(p: Panel, names: list[str], *, ridge_alpha: float, season: i
                                                          p.window, H)[0])
                      for i in range(0, len(test), 100_000)]
             out[name] = p.to_levels(np.concatenate(preds), test)
+            if p.n_features:  # the same global ridge seeing the past covariates' windows too
+                def both(ends: np.ndarray) -> np.ndarray:
+                    x, _ = gather_windows(np.asarray(p.z), ends, p.window, H)
+                    c = np.lib.stride_tricks.sliding_window_view(np.asarray(p.cal), p.window,
+                                                                 axis=0)[ends - p.window]
+                    return np.concatenate([x, c.reshape(len(ends), -1)], axis=1)
+                fit_f = M.ridge_model(both(train), y_tr, ridge_alpha)
+                preds = [M.ridge_predict(fit_f, both(test[i:i + 100_000]))
+                         for i in range(0, len(test), 100_000)]
+                out["ridge_features"] = p.to_levels(np.concatenate(preds), test)
         elif p.n_series > STAT_SERIES:
             warnings.append(f"warning: baseline {name} fits one model per series, for panels "
                             f"of up to {STAT_SERIES:,} series (this one has "

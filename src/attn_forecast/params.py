@@ -346,7 +346,6 @@ def _check_panel(p: Params) -> None:
         ("prepare.window", p.prepare.window == "auto", "a number of steps"),
         ("evaluate.season", p.evaluate.season == "auto", "a number of steps, or 0"),
         ("prepare.time_features", bool(p.prepare.time_features), "[]"),
-        ("data.csv_feature_columns", bool(d.csv_feature_columns), "[]"),
         ("model.quantiles", bool(p.model.quantiles), "[]"),
         ("evaluate.conformal", p.evaluate.conformal != "none", "none"),
         ("backtest.folds", p.backtest.folds > 0, "0"),
