@@ -15,7 +15,8 @@ import pandas as pd
 
 from attn_forecast.data import FEATURE_PREFIX, source_settings
 from attn_forecast.errors import UserInputError, run_cli
-from attn_forecast.panel import prepare_panel, read_raw_features, read_raw_panel, save_panel
+from attn_forecast.panel import (choose_panel_auto, prepare_panel, read_raw_features,
+                                read_raw_panel, save_panel)
 from attn_forecast.params import check_patches, load_params
 from attn_forecast.windows import choose_auto, prepare, save_prepared
 
@@ -64,19 +65,28 @@ def _panel(args: argparse.Namespace, params) -> None:
     ids, offsets, t, levels, signal = read_raw_panel(args.series)
     names = params.data.csv_feature_columns
     raw = read_raw_features(args.series, names) if names else None
-    panel = prepare_panel(ids, offsets, t, levels, signal, window=p.window, horizon=p.horizon,
+    m = params.model
+    auto = choose_panel_auto(offsets, levels, p.test_frac, p.val_frac, p.window, m.patch_len,
+                             m.patch_stride)             # the training parts only
+    window = auto["window"]["window"] if "window" in auto else p.window
+    check_patches(window, m.patch_len, m.patch_stride)
+    panel = prepare_panel(ids, offsets, t, levels, signal, window=window, horizon=p.horizon,
                           test_frac=p.test_frac, val_frac=p.val_frac, scaler=p.scaler,
                           transform=p.transform, source=source_settings(params.data),
                           features=raw, feature_names=tuple(names),
-                          feature_transforms=tuple(p.feature_transforms))
+                          feature_transforms=tuple(p.feature_transforms),
+                          time_features=tuple(p.time_features), auto=auto)
     del t, levels, signal
     save_panel(args.out, panel)
     n = panel.meta()["n_windows"]
     left = panel.dropped.get("count", 0)
     print(f"prepare: a panel of {panel.n_series} series, {n['train']} train / {n['val']} val / "
-          f"{n['test']} test windows of {p.window} -> {p.horizon}, scaler {p.scaler} per "
+          f"{n['test']} test windows of {window} -> {p.horizon}, scaler {p.scaler} per "
           f"series, transform {p.transform}"
           + (f", features {', '.join(names)}" if names else "") + f" -> {args.out}")
+    print(f"prepare: season of the training parts: {auto['season']['season'] or 'none'} "
+          f"({auto['season']['reason']})"
+          + (f"; window {window} ({auto['window']['reason']})" if "window" in auto else ""))
     if left:
         print(f"prepare: warning: {left} series too short for a window in every part were "
               f"left out (first: {', '.join(panel.dropped['ids'])})", file=sys.stderr)

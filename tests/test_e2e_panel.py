@@ -101,9 +101,16 @@ def test_long_csv_panel_with_dates_runs_as_an_experiment(project_factory):
         "data.kind": "csv", "data.csv_path": "data/external/stores.csv",
         "data.csv_id_column": "store", "data.csv_column": "sales",
         "data.csv_time_column": "day", "data.csv_time_format": "%d/%m/%Y",
-        "data.missing": "ffill", "prepare.window": 14, "evaluate.season": 7,
+        "data.missing": "ffill", "prepare.window": "auto", "evaluate.season": "auto",
+        "prepare.time_features": ["dayofweek"],
         "evaluate.baselines": ["naive", "seasonal_naive", "ridge"]})], timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
+    # the weekly season from the training parts, a window of two seasons (at least 16)
+    assert "season of the training parts: 7" in res.stdout and "window 16" in res.stdout, \
+        res.stdout
+    meta = proj.read_json("data/prepared/panel.json")
+    assert meta["window"] == 16 and meta["time_features"] == ["dayofweek"]
+    assert np.load(proj.path / "data/prepared/cal.npy").shape[1] == 2     # sin, cos
     raw = pd.read_csv(proj.path / "data/raw/series.csv", dtype={"id": str},
                       keep_default_na=False)
     assert list(raw["id"].drop_duplicates()) == list(frame["store"].drop_duplicates())

@@ -702,3 +702,43 @@ def test_panel_features_round_trip_and_forecast_as_evaluate_does(tmp_path):
         main(["--model", str(path), "--csv", str(csv), "--steps", "2", "--out",
               str(tmp_path / "no.csv")])
     assert not (tmp_path / "no.csv").exists()
+
+
+def test_the_panel_season_is_the_most_common_in_the_training_parts():
+    from attn_forecast.panel import choose_panel_auto
+    rs = np.random.default_rng(5)
+    t = np.arange(200)
+    weekly = [10 + np.sin(2 * np.pi * t / 7) + rs.normal(0, 0.1, 200) for _ in range(3)]
+    flat = [np.cumsum(rs.normal(0, 1, 200))]
+    series = weekly + flat
+    _, offsets, _, levels, _ = _arrays(series)
+    auto = choose_panel_auto(offsets, levels, 0.2, 0.0, "auto")
+    assert auto["season"]["season"] == 7 and "(3 series)" in auto["season"]["reason"]
+    assert auto["window"]["window"] == 16
+    # the test parts are never looked at: a season that appears only there is not found
+    late = [np.r_[rs.normal(0, 1, 160), 5 * np.sin(2 * np.pi * np.arange(40) / 5)]
+            for _ in range(3)]
+    _, offsets, _, levels, _ = _arrays(late)
+    assert choose_panel_auto(offsets, levels, 0.2, 0.0, 10)["season"]["season"] == 0
+
+
+def test_calendar_inputs_come_first_in_a_panel_cal(tmp_path):
+    series, raw, _ = _feature_panel()
+    ids, offsets, _, levels, signal = _arrays(series, ["north", "south"])
+    days = np.concatenate([np.arange(len(s)) for s in series]).astype("timedelta64[D]")
+    t = np.datetime64("2024-01-01", "s") + days                    # daily, per series
+    p = prepare_panel(ids, offsets, t, levels, signal, window=8, horizon=1, test_frac=0.2,
+                      val_frac=0.0, scaler="zscore", transform="none", features=raw,
+                      feature_names=("open", "volume"),
+                      feature_transforms=("log_return", "log1p"), time_features=("dayofweek",))
+    assert p.n_time_features == 2 and p.n_features == 2 and p.cal.shape[1] == 4
+    from attn_forecast.calendar import time_features
+    np.testing.assert_array_equal(p.cal[:, :2], time_features(t, ["dayofweek"]))
+    save_panel(tmp_path / "prep", p)
+    back = load_data(tmp_path / "prep")
+    assert back.time_features == ("dayofweek",) and back.n_time_features == 2
+    assert back.meta()["time_features"] == ["dayofweek"]
+    with pytest.raises(UserInputError, match="needs dates in the time column"):
+        prepare_panel(ids, offsets, np.arange(len(levels), dtype=float), levels, signal,
+                      window=8, horizon=1, test_frac=0.2, val_frac=0.0, scaler="zscore",
+                      transform="none", time_features=("dayofweek",))

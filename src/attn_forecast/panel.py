@@ -244,12 +244,17 @@ class Panel:
     feature_transforms: tuple = ()
     feature_center: np.ndarray | None = None     # (S, F)
     feature_scale: np.ndarray | None = None      # (S, F)
+    time_features: tuple = ()   # calendar inputs (prepare.time_features): cal's first columns
     is_panel = True
-    n_time_features = 0
 
     @property
     def n_features(self) -> int:
         return len(self.features)
+
+    @property
+    def n_time_features(self) -> int:
+        """Calendar columns of ``cal`` (the features' come after them)."""
+        return 0 if self.cal is None else int(self.cal.shape[1]) - self.n_features
 
     @property
     def offset(self) -> int:
@@ -310,7 +315,8 @@ class Panel:
                 "transform": self.transform, "scaler": {"kind": self.scaler},
                 "n_series": self.n_series, "n_rows": int(self.offsets[-1]),
                 "n_windows": {p: int(self.counts(p).sum()) for p in ("train", "val", "test")},
-                "source": self.source, "dropped": self.dropped, "time_features": [],
+                "source": self.source, "dropped": self.dropped,
+                "time_features": list(self.time_features),
                 "auto": self.auto,
                 "features": list(self.features),
                 "feature_transforms": list(self.feature_transforms), "feature_scalers": [],
@@ -440,11 +446,13 @@ def prepare_panel(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, levels: n
                   signal: np.ndarray, *, window: int, horizon: int, test_frac: float,
                   val_frac: float, scaler: str, transform: str, source: dict | None = None,
                   features: np.ndarray | None = None, feature_names: tuple = (),
-                  feature_transforms: tuple = ()) -> Panel:
+                  feature_transforms: tuple = (), time_features: tuple = (),
+                  auto: dict | None = None) -> Panel:
     """Split, transform and scale every series by its own training part; series without a
     window in every part are left out. ``features``: raw past covariates (R, F), one column
     per name, each with its transform (windows.feature_series), z-scored per series on its
-    training rows (a column constant there: by 1 around its value)."""
+    training rows (a column constant there: by 1 around its value). ``time_features``:
+    calendar inputs of each row's time stamp (dates), before the features in ``cal``."""
     off = transform_offset(transform)
     n = np.diff(offsets)
     if not len(n):
@@ -486,16 +494,25 @@ def prepare_panel(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, levels: n
                                  "value that is not finite; use diff or none")
         center[i], scale[i] = _scaler(zm[:val_start[i] - off], scaler)
         z[a + off:b] = (zm - center[i]) / scale[i]
-    extra = {}
+    extra: dict = {}
+    cols = []
+    if time_features:
+        from .calendar import time_features as calendar
+        cols.append(calendar(np.asarray(t), list(time_features)))
+        extra["time_features"] = tuple(time_features)
     if feature_names:
         names = tuple(feature_names)
         kinds = tuple(feature_transforms) or ("none",) * len(names)
-        cal, fc, fs = scale_features(np.asarray(features, dtype=np.float64), offsets, val_start,
-                                     off, names, kinds, ids)
-        extra = {"cal": cal, "features": names, "feature_transforms": kinds,
-                 "feature_center": fc, "feature_scale": fs}
+        fz, fc, fs = scale_features(np.asarray(features, dtype=np.float64), offsets, val_start,
+                                    off, names, kinds, ids)
+        cols.append(fz)
+        extra.update(features=names, feature_transforms=kinds, feature_center=fc,
+                     feature_scale=fs)
+    if cols:
+        extra["cal"] = cols[0] if len(cols) == 1 else np.concatenate(cols, axis=1)
     return Panel(ids, offsets, val_start, test_start, center, scale, levels, signal, t, z,
-                 window, horizon, transform, scaler, dict(source or {}), dropped, **extra)
+                 window, horizon, transform, scaler, dict(source or {}), dropped,
+                 dict(auto or {}), **extra)
 
 
 def scale_features(raw: np.ndarray, offsets: np.ndarray, val_start: np.ndarray, off: int,
@@ -524,6 +541,30 @@ def scale_features(raw: np.ndarray, offsets: np.ndarray, val_start: np.ndarray, 
     return cal, center, scale
 
 
+def choose_panel_auto(offsets: np.ndarray, levels: np.ndarray, test_frac: float,
+                      val_frac: float, window: int | str, patch_len: int = 0,
+                      patch_stride: int = 0, sample: int = 500) -> dict:
+    """The panel's season, recorded always (``evaluate.season: auto`` uses it): the most
+    common of the seasons found in the training parts of up to ``sample`` series spread over
+    the panel (0 when most show none); for ``prepare.window: auto`` the window to match, capped
+    by the median series' training part."""
+    from .seasons import detect_season, window_for
+    n = np.diff(offsets)
+    n_train = np.floor(n * (1 - test_frac - val_frac) + 1e-9).astype(np.int64)
+    picked = spread(np.arange(len(n)), sample)
+    found = np.array([detect_season(levels[offsets[i]:offsets[i] + n_train[i]])["season"]
+                      for i in picked], dtype=np.int64)
+    vals, counts = np.unique(found, return_counts=True)
+    season = int(vals[np.argmax(counts)])
+    out = {"season": {"season": season, "reason": (
+        f"the most common season of {len(picked)} series' training parts: "
+        + (f"lag {season} ({int(counts.max())} series)" if season else
+           f"none ({int(counts.max())} series show no season)"))}}
+    if window == "auto":
+        out["window"] = window_for(season, int(np.median(n_train)), patch_len, patch_stride)
+    return out
+
+
 ARRAYS = ("levels", "signal", "t", "z")
 
 
@@ -534,7 +575,7 @@ def save_panel(out_dir: str | Path, p: Panel) -> None:
         for name in ARRAYS:
             np.save(tmp / f"{name}.npy", np.ascontiguousarray(getattr(p, name)),
                     allow_pickle=False)
-        if p.n_features:
+        if p.cal is not None:
             np.save(tmp / "cal.npy", np.ascontiguousarray(p.cal), allow_pickle=False)
         with open(tmp / "index.npz", "wb") as fh:
             np.savez(fh, ids=p.ids.astype(str), offsets=p.offsets, val_start=p.val_start,
@@ -557,11 +598,12 @@ def load_panel(in_dir: str | Path, mmap: bool = True) -> Panel:
                  meta["scaler"]["kind"], meta.get("source", {}), meta.get("dropped", {}),
                  meta.get("auto", {}), **({
                      "cal": np.load(d / "cal.npy", mmap_mode="c" if mmap else None,
-                                    allow_pickle=False),
-                     "features": tuple(meta["features"]),
+                                    allow_pickle=False)} if (d / "cal.npy").is_file() else {}),
+                 **({"features": tuple(meta["features"]),
                      "feature_transforms": tuple(meta["feature_transforms"]),
                      "feature_center": idx["feature_center"],
-                     "feature_scale": idx["feature_scale"]} if meta.get("features") else {}))
+                     "feature_scale": idx["feature_scale"]} if meta.get("features") else {}),
+                 time_features=tuple(meta.get("time_features", ())))
 
 
 # ---------------------------------------------------------------- baselines and scores
@@ -612,7 +654,8 @@ def panel_baselines(p: Panel, names: list[str], *, ridge_alpha: float, season: i
             if p.n_features:  # the same global ridge seeing the past covariates' windows too
                 def both(ends: np.ndarray) -> np.ndarray:
                     x, _ = gather_windows(np.asarray(p.z), ends, p.window, H)
-                    c = np.lib.stride_tricks.sliding_window_view(np.asarray(p.cal), p.window,
+                    feats = np.asarray(p.cal)[:, p.n_time_features:]
+                    c = np.lib.stride_tricks.sliding_window_view(feats, p.window,
                                                                  axis=0)[ends - p.window]
                     return np.concatenate([x, c.reshape(len(ends), -1)], axis=1)
                 fit_f = M.ridge_model(both(train), y_tr, ridge_alpha)

@@ -343,9 +343,6 @@ def _check_panel(p: Params) -> None:
         raise ParamsError("params.yaml: data.csv_id_column must differ from data.csv_column and "
                           f"data.csv_time_column, got {d.csv_id_column!r}")
     unsupported = [
-        ("prepare.window", p.prepare.window == "auto", "a number of steps"),
-        ("evaluate.season", p.evaluate.season == "auto", "a number of steps, or 0"),
-        ("prepare.time_features", bool(p.prepare.time_features), "[]"),
         ("model.quantiles", bool(p.model.quantiles), "[]"),
         ("evaluate.conformal", p.evaluate.conformal != "none", "none"),
         ("backtest.folds", p.backtest.folds > 0, "0"),
