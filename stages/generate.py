@@ -33,8 +33,9 @@ def main(argv: list[str] | None = None) -> None:
             chunks = [read_panel_csv(p.csv_path, p.csv_id_column, p.csv_column,
                                      p.csv_time_column, p.missing,
                                      features=p.csv_feature_columns, **csv_dialect(p))]
-        rows = write_panel_csv(args.out, chunks)
-        print(f"generate: a panel of {rows} points of {p.kind} data -> {args.out}")
+        rows, series = write_panel_csv(args.out, chunks)
+        print(f"generate: a panel of {series} series, {rows} points of {p.kind} data -> "
+              f"{args.out}")
         return
     frame = load_series(p)
     write_csv(args.out, frame)

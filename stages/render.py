@@ -183,7 +183,8 @@ def _panel_figures(fig_dir: Path, params: Params, panel, hist: pd.DataFrame,
                            weights=att["example"][-1].mean(axis=0) if att["mean"].size else None,
                            baselines={k: by_series[f"{k}_rmse"].iloc[r] for k in names
                                       if f"{k}_rmse" in by_series},
-                           model_rmse=by_series["model_rmse"].iloc[r], dpi=dpi, labels=labels)
+                           model_rmse=by_series["model_rmse"].iloc[r], dpi=dpi, labels=labels,
+                           test_title=f"Test set of the median series ({sid})")
     _attention(fig_dir, params, att, args, labels)
     horizon = pd.read_csv(args.horizon)
     if len(horizon) > 1:

@@ -356,9 +356,9 @@ def test_the_generated_panel_csv_reads_back_exactly(tmp_path, n_series, n_points
     import pyarrow.csv as pacsv
     args = (n_series, n_points, min_points, 9, 0.1, 0.01)
     path = tmp_path / "panel.csv"
-    rows = write_panel_csv(path, synthetic_chunks(*args, rows=5000))
+    rows, series = write_panel_csv(path, synthetic_chunks(*args, rows=5000))
     whole = pd.concat(synthetic_chunks(*args), ignore_index=True)
-    assert rows == len(whole)
+    assert (rows, series) == (len(whole), n_series)    # series run across chunks too
     ids, offsets, t, value, signal = read_raw_panel(path)
     names = whole["id"].unique()
     assert ids.tolist() == names.tolist()
@@ -742,3 +742,12 @@ def test_calendar_inputs_come_first_in_a_panel_cal(tmp_path):
         prepare_panel(ids, offsets, np.arange(len(levels), dtype=float), levels, signal,
                       window=8, horizon=1, test_frac=0.2, val_frac=0.0, scaler="zscore",
                       transform="none", time_features=("dayofweek",))
+
+
+def test_a_semicolon_panel_read_with_commas_names_the_separator(tmp_path):
+    path = tmp_path / "sensors.csv"
+    path.write_text("sensor;time;temp\ns-a;2024-03-01 14:00;20,5\n")
+    with pytest.raises(UserInputError, match="looks ';'-separated: set data.csv_sep to ';'"):
+        read_panel_csv(path, "sensor", "temp", "time", "error")
+    frame = read_panel_csv(path, "sensor", "temp", "time", "error", sep=";", decimal=",")
+    assert frame["value"].tolist() == [20.5] and frame["t"].tolist() == ["2024-03-01T14:00:00"]

@@ -1,6 +1,6 @@
 """The ``attn-forecast`` command: ``forecast`` (the default) and ``export``.
 
-    attn-forecast forecast --model models/model.pt --csv data/external/prices.csv --steps 20
+    attn-forecast forecast --model models/model.pt --csv data/external/bars.csv --steps 20
     attn-forecast export --model models/model.pt --format onnx --out model.onnx
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Forecast the next values of a series with a trained model.
 
-    attn-forecast forecast --model models/model.pt --csv prices.csv --steps 20
+    attn-forecast forecast --model models/model.pt --csv bars.csv --steps 20
     (or python -m attn_forecast.forecast ...)
 
 Reads the series the way the training read it (column, time column, CSV dialect and gap

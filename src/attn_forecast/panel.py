@@ -90,15 +90,21 @@ def synthetic_chunks(n_series: int, n_points: int, min_points: int, seed: int,
         start = stop
 
 
-def write_panel_csv(path: str | Path, chunks) -> int:
-    """Write ``id, t, value, signal`` chunks to one CSV atomically; returns the rows."""
+def write_panel_csv(path: str | Path, chunks) -> tuple[int, int]:
+    """Write ``id, t, value, signal`` chunks (each id's rows together) to one CSV atomically;
+    returns the rows and the ids."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
     from .io import atomic_path
-    n = 0
+    n = n_ids = 0
+    last = None
     with atomic_path(path) as tmp:
         writer = None
         for frame in chunks:
+            ids = frame["id"].to_numpy()
+            if len(ids):
+                n_ids += int((ids[1:] != ids[:-1]).sum()) + int(ids[0] != last)
+                last = ids[-1]
             table = pa.Table.from_pandas(frame, preserve_index=False)
             if writer is None:
                 writer = pacsv.CSVWriter(str(tmp), table.schema)
@@ -106,7 +112,7 @@ def write_panel_csv(path: str | Path, chunks) -> int:
             n += len(frame)
         if writer is not None:
             writer.close()
-    return n
+    return n, n_ids
 
 
 # ---------------------------------------------------------------- a user's long CSV
@@ -119,8 +125,8 @@ def read_panel_csv(path: str | Path, id_column: str, column: str, time_column: s
     sorted by time inside each id. The time column is read with one format for the whole
     file; each id's times must be distinct; empty cells follow ``missing`` inside each id
     (``ffill`` never carries a value across ids; ``drop`` drops a row with any empty cell)."""
-    from .data import (FEATURE_PREFIX, PARAM_KEYS, DataError, _line, _to_numbers, iso_times,
-                       parse_times)
+    from .data import (FEATURE_PREFIX, PARAM_KEYS, DataError, _line, _separator_hint,
+                       _to_numbers, iso_times, parse_times)
     keys = {**PARAM_KEYS, "id_column": "data.csv_id_column", **(keys or {})}
     path = Path(path)
     if not path.is_file():
@@ -136,7 +142,8 @@ def read_panel_csv(path: str | Path, id_column: str, column: str, time_column: s
                       *((keys["features"], f) for f in features)):
         if name and name not in raw.columns:
             have = ", ".join(map(str, raw.columns)) or "none"
-            raise DataError(f"{key}: column {name!r} not in {path} (columns: {have})")
+            raise DataError(f"{key}: column {name!r} not in {path} (columns: {have})"
+                            + _separator_hint(list(raw.columns), keys))
     if not time_column:
         raise DataError(f"{keys['time_column']} must name the time column of a panel "
                         f"({path} holds many series, and rows alone do not order them)")

@@ -96,7 +96,8 @@ def _heatmap(ax, weights: np.ndarray, title: str, fig, labels: list[str] | None 
 
 def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weights,
              baselines: dict[str, float], model_rmse: float, units: str = "value",
-             dpi: int = 110, labels: list[str] | None = None, bands=None) -> None:
+             dpi: int = 110, labels: list[str] | None = None, bands=None,
+             test_title: str = "Test set: actual vs predicted") -> None:
     """The source's 2x2 sheet: loss curve, test truth vs prediction, attention heatmap,
     residual histogram. ``weights`` (T, T) or None (a model without attention)."""
     with plt.rc_context(STYLE):
@@ -115,7 +116,7 @@ def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weight
         ax.plot(t, predicted, color=COLORS["model"], lw=1.2, ls="--",
                 label=f"model (RMSE {model_rmse:.3g})")
         note = ", ".join(f"{k} {v:.3g}" for k, v in baselines.items() if v is not None)
-        ax.set(title="Test set: actual vs predicted", xlabel="t", ylabel=units)
+        ax.set(title=test_title, xlabel="t", ylabel=units)
         ax.legend(title=f"baseline RMSE: {note}" if note else None, title_fontsize=8)
         _time_axis(ax, t)
 

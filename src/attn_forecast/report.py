@@ -63,6 +63,22 @@ def backtest_markdown(bt: dict) -> list[str]:
     return lines
 
 
+def _model_rows(p: Params) -> list[tuple[str, str]]:
+    """The summary's model and training settings."""
+    m, t = p.model, p.train
+    model = (f"{m.kind}, d_model {m.d_model}, ffn {m.ffn_dim}, layers {m.n_layers}"
+             + (f", heads {m.n_heads}, {m.positional} positions, pooling {m.pooling}"
+                f"{', residual' if m.residual else ''}" if m.kind == "attention" else "")
+             + (f", dropout {m.dropout}" if m.dropout else "")
+             + (f", instance norm {m.instance_norm}" if m.instance_norm != "none" else "")
+             + (f", patches of {m.patch_len} every {m.patch_stride or m.patch_len}"
+                if m.patch_len else ""))
+    return [("model", model),
+            ("training", f"{t.optimizer} lr {t.lr}, {t.epochs} epochs, batch "
+                         f"{t.batch_size or 'full'}, loss {t.loss}, scheduler {t.scheduler}, "
+                         f"seed {t.seed}")]
+
+
 def summary_markdown(metrics: dict, p: Params, backtest: dict | None = None) -> str:
     names = forecasters(metrics)
     lines = [
@@ -77,24 +93,13 @@ def summary_markdown(metrics: dict, p: Params, backtest: dict | None = None) -> 
             continue
         lines.append(f"| {label} | " + " | ".join(_cell(row.get(c)) for c in COLUMNS) + " |")
     m = p.model
-    model = (f"{m.kind}, d_model {m.d_model}, ffn {m.ffn_dim}, layers {m.n_layers}"
-             + (f", heads {m.n_heads}, {m.positional} positions, pooling {m.pooling}"
-                f"{', residual' if m.residual else ''}" if m.kind == "attention" else "")
-             + (f", dropout {m.dropout}" if m.dropout else "")
-             + (f", instance norm {m.instance_norm}" if m.instance_norm != "none" else "")
-             + (f", patches of {m.patch_len} every {m.patch_stride or m.patch_len}"
-                if m.patch_len else ""))
-    t = p.train
     params = [
         ("data", f"{p.data.kind}" + (f", {p.data.n_points} points" if p.data.kind != "csv"
                                      else f", {p.data.csv_path}:{p.data.csv_column}")),
         ("windows", f"window {p.prepare.window}, horizon {p.prepare.horizon}, "
                     f"scaler {p.prepare.scaler}, transform {p.prepare.transform}, "
                     f"test {p.prepare.test_frac}, val {p.prepare.val_frac}"),
-        ("model", model),
-        ("training", f"{t.optimizer} lr {t.lr}, {t.epochs} epochs, batch "
-                     f"{t.batch_size or 'full'}, loss {t.loss}, scheduler {t.scheduler}, "
-                     f"seed {t.seed}"),
+        *_model_rows(p),
     ]
     notes = [""]
     if "naive" in names:
@@ -150,8 +155,9 @@ def panel_summary(metrics: dict, p: Params, ranked: dict[str, str]) -> str:
     d, pp = p.data, p.prepare
     data = f"{d.kind}, {d.n_series} series of up to {d.n_points} points" \
         if d.kind == "panel" else f"{d.csv_path}: {d.csv_column} by {d.csv_id_column}"
-    return "\n".join(lines + notes + ["", "| setting | value |", "|---|---|",
-                                      f"| data | {data} |",
-                                      f"| windows | window {pp.window}, horizon {pp.horizon}, "
-                                      f"scaler {pp.scaler} per series, transform "
-                                      f"{pp.transform} |", ""])
+    rows = [("data", data),
+            ("windows", f"window {pp.window}, horizon {pp.horizon}, scaler {pp.scaler} per "
+                        f"series, transform {pp.transform}, test {pp.test_frac}, val "
+                        f"{pp.val_frac}"), *_model_rows(p)]
+    return "\n".join(lines + notes + ["", "| setting | value |", "|---|---|"]
+                     + [f"| {k} | {v} |" for k, v in rows] + [""])
