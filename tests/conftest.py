@@ -35,6 +35,14 @@ if not VENV_BIN.is_dir():  # a venv elsewhere: use the interpreter running the t
 TINY = {"data.n_points": 80, "train.epochs": 3, "backtest.folds": 0, "train.ensemble": 1}
 
 
+def like_a_terminal() -> None:
+    """In a child before it runs: Ctrl-C's signal at its default, as under a terminal. The
+    test session may have been started in the background of a non-interactive shell, which
+    starts its jobs with SIGINT ignored, and every process inherits that: a Ctrl-C test would
+    then interrupt nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def set_key(params: dict, dotted: str, value: Any) -> None:
     """``set_key(p, "train.lr", 0.01)`` sets p["train"]["lr"]; creates missing sections."""
     *parents, last = dotted.split(".")
@@ -94,7 +102,8 @@ class Project:
 
     def popen(self, cmd: list[str], stdout, **kw) -> subprocess.Popen:
         return subprocess.Popen(cmd, cwd=self.path, env=self.env, stdout=stdout,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, **kw)
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                preexec_fn=like_a_terminal, **kw)
 
     # ------------------------------------------------------------------ files
     def write_params(self, overrides: dict[str, Any] | None = None) -> dict:

@@ -14,7 +14,7 @@ import sys
 import textwrap
 import time
 
-from conftest import ROOT, VENV_BIN, kill_processes_under, processes_under
+from conftest import ROOT, VENV_BIN, kill_processes_under, like_a_terminal, processes_under
 
 INNER_TEST = """
 import subprocess
@@ -62,7 +62,8 @@ def test_interrupted_session_stops_queue_workers(tmp_path):
         [str(VENV_BIN / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
          f"--basetemp={base}", str(inner)],
         cwd=inner, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        preexec_fn=like_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while not _worker_running(base):
