@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import os
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -13,6 +17,36 @@ ROOT = Path(__file__).resolve().parents[1]
 # the folder of users' CSV files, as dvc.yaml declares it
 INPUTS = ROOT / next(v["p"] for v in yaml.safe_load((ROOT / "dvc.yaml").read_text())["vars"]
                      if "p" in v)["inputs"]
+
+
+# the stage scripts' environment when a benchmark runs them as processes
+ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "ITERATIVE_DO_NOT_TRACK": "1",
+       "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def peak_rss_mib(cmd: list[str], cwd: Path, limit_s: float | None = None
+                 ) -> tuple[float, float, bool]:
+    """Run ``cmd``; its peak RSS (MiB, the kernel's VmHWM), wall seconds, and whether it was
+    stopped at ``limit_s`` (the peak so far is then what is reported)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL)
+    status, peak, stopped = Path(f"/proc/{proc.pid}/status"), 0, False
+    while proc.poll() is None:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]))
+        except (FileNotFoundError, ProcessLookupError):
+            break
+        if limit_s and time.perf_counter() - t0 > limit_s:
+            proc.kill()
+            stopped = True
+            break
+        time.sleep(0.05)
+    proc.wait()
+    if proc.returncode and not stopped:
+        raise SystemExit(f"{cmd} failed with exit status {proc.returncode}")
+    return peak / 1024, time.perf_counter() - t0, stopped
 
 
 def load_stage(name: str):

@@ -21,9 +21,7 @@ Nothing here is tuned on what it reports: every setting is fixed above, before t
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,40 +31,12 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import INPUTS, ROOT, with_overrides  # noqa: E402
+from common import INPUTS, ROOT, peak_rss_mib, with_overrides  # noqa: E402
 
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
-ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "ITERATIVE_DO_NOT_TRACK": "1",
-       "PYTHONPATH": str(ROOT / "src"),
-       "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 PANEL = ["data.kind=panel", "evaluate.season=0", "evaluate.baselines=[naive,mean,ridge]",
          "train.ensemble=1", "train.augment_noise=0.0", "prepare.val_frac=0.0",
          "train.patience=0", "train.max_steps=0"]
-
-
-def peak_rss_mib(cmd: list[str], cwd: Path, limit_s: float | None = None
-                 ) -> tuple[float, float, bool]:
-    """Run ``cmd``; its peak RSS (MiB, the kernel's VmHWM), wall seconds, and whether it was
-    stopped at ``limit_s``."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL)
-    status, peak, stopped = Path(f"/proc/{proc.pid}/status"), 0, False
-    while proc.poll() is None:
-        try:
-            for line in status.read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    peak = max(peak, int(line.split()[1]))
-        except (FileNotFoundError, ProcessLookupError):
-            break
-        if limit_s and time.perf_counter() - t0 > limit_s:
-            proc.kill()
-            stopped = True
-            break
-        time.sleep(0.05)
-    proc.wait()
-    if proc.returncode and not stopped:
-        raise SystemExit(f"{cmd} failed with exit status {proc.returncode}")
-    return peak / 1024, time.perf_counter() - t0, stopped
 
 
 def bench_memory(n_series: int, n_points: int, limit_s: float | None) -> None:

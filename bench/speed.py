@@ -37,10 +37,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import INPUTS, ROOT, run_pipeline, with_overrides  # noqa: E402
-
-ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "ITERATIVE_DO_NOT_TRACK": "1",
-       "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+from common import ENV, INPUTS, ROOT, peak_rss_mib, run_pipeline, with_overrides  # noqa: E402
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 SOURCE = ["prepare.scaler=none", "prepare.window=10", "model.d_model=32", "model.ffn_dim=64",
           "model.n_heads=1", "model.n_layers=1", "model.residual=false",
@@ -123,31 +120,6 @@ def bench_train_large() -> None:
         fit = quiet(run_pipeline, pc, stages=("generate", "prepare", "train"))[0]
         print(f"train_large: stage with train.compile {fit.windows_per_s:,.0f} windows/s over "
               f"2 epochs, compile time included: {fit.windows_per_s / base:.2f}x")
-
-
-def peak_rss_mib(cmd: list[str], cwd: Path, limit_s: float | None = None
-                 ) -> tuple[float, float, bool]:
-    """Run ``cmd``; its peak RSS (MiB, the kernel's VmHWM), wall seconds, and whether it was
-    stopped at ``limit_s`` (the peak so far is then what is reported)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL)
-    status, peak, stopped = Path(f"/proc/{proc.pid}/status"), 0, False
-    while proc.poll() is None:
-        try:
-            for line in status.read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    peak = max(peak, int(line.split()[1]))
-        except (FileNotFoundError, ProcessLookupError):
-            break
-        if limit_s and time.perf_counter() - t0 > limit_s:
-            proc.kill()
-            stopped = True
-            break
-        time.sleep(0.05)
-    proc.wait()
-    if proc.returncode and not stopped:
-        raise SystemExit(f"{cmd} failed with exit status {proc.returncode}")
-    return peak / 1024, time.perf_counter() - t0, stopped
 
 
 def bench_memory(n_points: int, train_limit_s: float) -> None:

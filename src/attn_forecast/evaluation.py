@@ -205,6 +205,16 @@ def plot_sample(pred: pd.DataFrame, rows: int = PLOT_ROWS) -> pd.DataFrame:
     return pred.iloc[-rows:].reset_index(drop=True) if len(pred) > rows else pred
 
 
+def lags_table(mean_weights: np.ndarray | None, settings: ModelSettings) -> pd.DataFrame:
+    """Weight by lag: ``lag`` .. ``lag_oldest`` (the lags a token covers) and ``weight``;
+    empty for a model without attention."""
+    if mean_weights is None:
+        return pd.DataFrame({"lag": [], "lag_oldest": [], "weight": []})
+    newest, oldest = token_lags(settings)
+    return pd.DataFrame({"lag": newest, "lag_oldest": oldest,
+                         "weight": lag_profile(mean_weights, settings.pooling)})
+
+
 def single_row(metrics: dict, names: list[str]) -> pd.DataFrame:
     """The metrics-by-series table of a single series: one row, a panel's columns."""
     row = {"id": ["series"], "n_test": [metrics["n_test"]]}
@@ -232,12 +242,7 @@ def tables(ev: Evaluation, settings: ModelSettings) -> dict[str, pd.DataFrame]:
     horizon = pd.DataFrame({"step": np.arange(1, H + 1), **{
         name: [M.rmse(ev.actual[:, k], f[:, k]) for k in range(H)]
         for name, f in fitted.items()}})
-    if ev.mean_weights is not None:
-        newest, oldest = token_lags(settings)
-        lags = pd.DataFrame({"lag": newest, "lag_oldest": oldest,
-                             "weight": lag_profile(ev.mean_weights, settings.pooling)})
-    else:
-        lags = pd.DataFrame({"lag": [], "lag_oldest": [], "weight": []})
+    lags = lags_table(ev.mean_weights, settings)
     nominal = [pct for _, _, pct in Q.intervals(ev.taus)]
     # the columns dvc.yaml plots are always there (empty without intervals)
     cols = dict.fromkeys(["model", "naive", "ridge", *ev.quantiles])
@@ -310,12 +315,7 @@ def panel_tables(ev: PanelEvaluation, panel, settings: ModelSettings) -> dict[st
         sq = np.stack([np.bincount(sid, (f[:, k] - ev.actual[:, k]) ** 2,
                                    minlength=panel.n_series) for k in range(panel.horizon)])
         horizon[name] = np.sqrt(sq / count).mean(axis=1)
-    if ev.mean_weights is not None:
-        newest, oldest = token_lags(settings)
-        lags = pd.DataFrame({"lag": newest, "lag_oldest": oldest,
-                             "weight": lag_profile(ev.mean_weights, settings.pooling)})
-    else:
-        lags = pd.DataFrame({"lag": [], "lag_oldest": [], "weight": []})
+    lags = lags_table(ev.mean_weights, settings)
     median = P.ranked(ev.by_series)["median"]
     sample = plot_sample(pred[sid == median].reset_index(drop=True))
     calibration = pd.DataFrame({c: [] for c in ("nominal", "model", "naive", "ridge")})
