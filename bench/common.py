@@ -49,6 +49,32 @@ def peak_rss_mib(cmd: list[str], cwd: Path, limit_s: float | None = None
     return peak / 1024, time.perf_counter() - t0, stopped
 
 
+def stage_memory(params: dict, label: str, train_limit_s: float | None,
+                 train_target_mib: int) -> Path:
+    """Run generate, prepare and one train epoch on ``params``, each a process of its own as
+    DVC runs them, in a scratch folder; print each one's peak RSS against its target (1 GiB,
+    and ``train_target_mib`` for train, stopped after ``train_limit_s``). Returns the folder
+    (the caller removes it)."""
+    import yaml
+    work = Path(tempfile.mkdtemp(prefix="attn-bench-"))
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    py, st = sys.executable, str(ROOT / "stages")
+    steps = {
+        "generate": [py, f"{st}/generate.py", "--inputs", str(INPUTS), "--out", "series.csv"],
+        "prepare": [py, f"{st}/prepare.py", "--series", "series.csv", "--out", "prepared"],
+        "train (1 epoch)": [py, f"{st}/train.py", "--prepared", "prepared", "--model",
+                            "model.pt", "--history", "history.csv"],
+    }
+    for name, cmd in steps.items():
+        is_train = name.startswith("train")
+        rss, secs, stopped = peak_rss_mib(cmd, work, train_limit_s if is_train else None)
+        limit = train_target_mib if is_train else 1024
+        note = f", stopped after {secs:.0f} s of the epoch" if stopped else f" in {secs:.1f} s"
+        print(f"memory: {name}{label}: peak RSS {rss:,.0f} MiB{note} (target < {limit:,} MiB)",
+              flush=True)
+    return work
+
+
 def load_stage(name: str):
     spec = importlib.util.spec_from_file_location(f"stage_{name}", ROOT / "stages" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import INPUTS, ROOT, peak_rss_mib, with_overrides  # noqa: E402
+from common import ROOT, stage_memory, with_overrides  # noqa: E402
 
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 PANEL = ["data.kind=panel", "evaluate.season=0", "evaluate.baselines=[naive,mean,ridge]",
@@ -40,27 +39,13 @@ PANEL = ["data.kind=panel", "evaluate.season=0", "evaluate.baselines=[naive,mean
 
 
 def bench_memory(n_series: int, n_points: int, limit_s: float | None) -> None:
-    work = Path(tempfile.mkdtemp(prefix="attn-bench-"))
     p = with_overrides(BASE, PANEL + [f"data.n_series={n_series}", f"data.n_points={n_points}",
                                       "prepare.window=96", "train.epochs=1",
                                       "train.batch_size=1024", "model.d_model=16",
                                       "model.ffn_dim=32", "model.patch_len=8",
                                       "train.device=cpu"])
-    (work / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
-    py, st = sys.executable, str(ROOT / "stages")
-    steps = {
-        "generate": [py, f"{st}/generate.py", "--inputs", str(INPUTS), "--out", "series.csv"],
-        "prepare": [py, f"{st}/prepare.py", "--series", "series.csv", "--out", "prepared"],
-        "train (1 epoch)": [py, f"{st}/train.py", "--prepared", "prepared", "--model",
-                            "model.pt", "--history", "history.csv"],
-    }
-    for name, cmd in steps.items():
-        train = name.startswith("train")
-        rss, secs, stopped = peak_rss_mib(cmd, work, limit_s if train else None)
-        limit = 2048 if train else 1024
-        note = f", stopped after {secs:.0f} s of the epoch" if stopped else f" in {secs:.1f} s"
-        print(f"memory: {name}, panel of {n_series:,} x {n_points:,} points, window 96: peak "
-              f"RSS {rss:,.0f} MiB{note} (target < {limit:,} MiB)", flush=True)
+    work = stage_memory(p, f", panel of {n_series:,} x {n_points:,} points, window 96", limit_s,
+                        2048)
     meta = yaml.safe_load((work / "prepared" / "panel.json").read_text())
     print(f"memory: {meta['n_rows']:,} values, {meta['n_windows']['train']:,} training windows; "
           f"store {sum(f.stat().st_size for f in (work / 'prepared').iterdir()) / 2**20:,.0f} "

@@ -37,7 +37,8 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ENV, INPUTS, ROOT, peak_rss_mib, run_pipeline, with_overrides  # noqa: E402
+from common import (ENV, INPUTS, ROOT, run_pipeline, stage_memory,  # noqa: E402
+                    with_overrides)
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 SOURCE = ["prepare.scaler=none", "prepare.window=10", "model.d_model=32", "model.ffn_dim=64",
           "model.n_heads=1", "model.n_layers=1", "model.residual=false",
@@ -123,26 +124,10 @@ def bench_train_large() -> None:
 
 
 def bench_memory(n_points: int, train_limit_s: float) -> None:
-    work = Path(tempfile.mkdtemp(prefix="attn-bench-"))
     p = with_overrides(BASE, [f"data.n_points={n_points}", "prepare.window=96",
                               "train.epochs=1", "train.batch_size=512", "train.device=cpu",
                               "prepare.val_frac=0.0", "train.patience=0"])
-    (work / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
-    py, st = sys.executable, str(ROOT / "stages")
-    steps = {
-        "generate": [py, f"{st}/generate.py", "--inputs", str(INPUTS), "--out", "series.csv"],
-        "prepare": [py, f"{st}/prepare.py", "--series", "series.csv", "--out", "prepared"],
-        "train (1 epoch)": [py, f"{st}/train.py", "--prepared", "prepared", "--model",
-                            "model.pt", "--history", "history.csv"],
-    }
-    for name, cmd in steps.items():
-        is_train = name.startswith("train")
-        rss, secs, stopped = peak_rss_mib(cmd, work, train_limit_s if is_train else None)
-        limit = 1536 if is_train else 1024
-        note = f", stopped after {secs:.0f} s of the epoch" if stopped else f" in {secs:.1f} s"
-        print(f"memory: {name} of {n_points:,} points, window 96: peak RSS {rss:,.0f} MiB"
-              f"{note} (target < {limit} MiB)")
-    shutil.rmtree(work)
+    shutil.rmtree(stage_memory(p, f" of {n_points:,} points, window 96", train_limit_s, 1536))
 
 
 def dvc_copy() -> Path:
