@@ -63,7 +63,8 @@ def stage_memory(params: dict, label: str, train_limit_s: float | None,
         "generate": [py, f"{st}/generate.py", "--inputs", str(INPUTS), "--out", "series.csv"],
         "prepare": [py, f"{st}/prepare.py", "--series", "series.csv", "--out", "prepared"],
         "train (1 epoch)": [py, f"{st}/train.py", "--prepared", "prepared", "--model",
-                            "model.pt", "--history", "history.csv"],
+                            "model.pt", "--history", "history.csv", "--forecasts", "fc.npz",
+                            "--attention", "att.npz", "--lags", "lags.csv"],
     }
     for name, cmd in steps.items():
         is_train = name.startswith("train")
@@ -101,44 +102,50 @@ def source_base(base: dict) -> dict:
     return with_overrides(base, dvc_set_args(source_settings())[1::2])  # the "k=v" halves
 
 
-def run_pipeline(params: dict, workdir: Path | None = None, stages=("generate", "prepare",
-                                                                     "baselines", "train",
-                                                                     "evaluate"),
-                 inputs: Path | None = None):
-    """Run the stages in-process on ``params``; returns (FitResult, metrics dict); with the
-    backtest stages also asked for, the backtest metrics are in ``workdir/backtest.json``.
-    ``inputs``: the folder the CSV named by data.csv_path lies in (default data/external)."""
-    work = Path(workdir or tempfile.mkdtemp(prefix="attn-bench-"))
-    pfile = work / "params.yaml"
-    pfile.write_text(yaml.safe_dump(params, sort_keys=False))
+STAGES = ("generate", "prepare", "baselines", "train", "evaluate")
+
+
+def stage_args(work: Path, inputs: Path | None = None) -> dict[str, list[str]]:
+    """Each stage's command-line arguments into the scratch folder ``work``."""
     d = {k: str(work / v) for k, v in {
         "series": "series.csv", "prepared": "prepared", "baselines": "baselines.npz",
-        "model": "model.pt",
-        "history": "history.csv", "metrics": "metrics.json", "predictions": "pred.csv",
-        "predictions_plot": "pred_plot.csv",
-        "horizon": "horizon.csv", "lags": "lags.csv", "attention": "att.npz",
-        "calibration": "calibration.csv", "by_series": "by_series.csv", "folds": "backtest",
-        "backtest": "backtest.json",
-        "backtest_plot": "backtest_folds.csv"}.items()}
-    common = ["--params", str(pfile)]
-    args = {
+        "model": "model.pt", "forecasts": "forecasts.npz", "history": "history.csv",
+        "attention": "att.npz", "lags": "lags.csv", "metrics": "metrics.json",
+        "detail": "metrics_detail.json", "by_series": "by_series.csv",
+        "predictions": "pred.csv", "predictions_plot": "pred_plot.csv",
+        "horizon": "horizon.csv", "calibration": "calibration.csv", "folds": "backtest",
+        "backtest": "backtest.json", "backtest_plot": "backtest_folds.csv"}.items()}
+    return {
         "generate": ["--inputs", str(inputs or INPUTS), "--out", d["series"]],
         "prepare": ["--series", d["series"], "--out", d["prepared"]],
         "baselines": ["--prepared", d["prepared"], "--out", d["baselines"]],
-        "train": ["--prepared", d["prepared"], "--model", d["model"], "--history", d["history"]],
-        "evaluate": ["--prepared", d["prepared"], "--model", d["model"],
-                     "--baselines", d["baselines"], "--metrics",
-                     d["metrics"], "--predictions", d["predictions"],
-                     "--predictions-plot", d["predictions_plot"], "--horizon", d["horizon"],
-                     "--lags", d["lags"], "--attention", d["attention"],
-                     "--calibration", d["calibration"], "--by-series", d["by_series"]],
+        "train": ["--prepared", d["prepared"], "--model", d["model"], "--history",
+                  d["history"], "--forecasts", d["forecasts"], "--attention", d["attention"],
+                  "--lags", d["lags"]],
+        "evaluate": ["--prepared", d["prepared"], "--forecasts", d["forecasts"],
+                     "--baselines", d["baselines"], "--metrics", d["metrics"], "--detail",
+                     d["detail"], "--by-series", d["by_series"], "--predictions",
+                     d["predictions"], "--predictions-plot", d["predictions_plot"],
+                     "--horizon", d["horizon"], "--calibration", d["calibration"]],
         "backtest_train": ["--prepared", d["prepared"], "--out", d["folds"]],
         "backtest_evaluate": ["--prepared", d["prepared"], "--folds", d["folds"], "--metrics",
                               d["backtest"], "--plot", d["backtest_plot"]],
     }
+
+
+def run_pipeline(params: dict, workdir: Path | None = None, stages=STAGES,
+                 inputs: Path | None = None):
+    """Run the stages in-process on ``params``; returns (FitResult, every score: the
+    metrics_detail.json dict); with the backtest stages also asked for, the backtest metrics
+    are in ``workdir/backtest.json``. ``inputs``: the folder the CSV named by data.csv_path
+    lies in (default data/external)."""
+    work = Path(workdir or tempfile.mkdtemp(prefix="attn-bench-"))
+    pfile = work / "params.yaml"
+    pfile.write_text(yaml.safe_dump(params, sort_keys=False))
+    args = stage_args(work, inputs)
     out = {}
     for name in stages:
-        out[name] = load_stage(name).main(common + args[name])
+        out[name] = load_stage(name).main(["--params", str(pfile)] + args[name])
     return out.get("train"), out.get("evaluate")
 
 
@@ -151,6 +158,6 @@ def pipeline_metrics(params: dict, inputs: Path | None = None) -> dict:
     work = Path(tempfile.mkdtemp(prefix="attn-bench-"))
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         run_pipeline(params, work, inputs=inputs)
-    m = json.loads((work / "metrics.json").read_text())
+    m = json.loads((work / "metrics_detail.json").read_text())
     shutil.rmtree(work)
     return m

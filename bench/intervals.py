@@ -5,7 +5,8 @@
     python bench/intervals.py [--seeds 42,1,2,3,4] [-S key=value ...]
 
 Runs the pipeline per seed with ``model.quantiles: [0.1, 0.5, 0.9]``, with and without
-``evaluate.conformal: split``, beside the point model, and prints per seed and as medians the
+``evaluate.conformal: split`` (on a calibration part, ``prepare.cal_frac: 0.1``), beside the
+point model, and prints per seed and as medians the
 80 % coverage and width (against the ideal width), the median's signal RMSE (against the point
 model's), and the pinball loss of the model and of the naive random-walk interval.
 """
@@ -22,9 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, pipeline_metrics, with_overrides  # noqa: E402
 
 QUANTILES = ["model.quantiles=[0.1,0.5,0.9]"]
+# conformal calibration needs its own part: the last 10 % before the test part
+CONFORMAL = ["evaluate.conformal=split", "prepare.cal_frac=0.1"]
 VARIANTS = {"quantile head": QUANTILES,
-            "quantile head + conformal": QUANTILES + ["evaluate.conformal=split"],
-            "point model + conformal": ["evaluate.conformal=split"]}
+            "quantile head + conformal": QUANTILES + CONFORMAL,
+            "point model + conformal": CONFORMAL}
 
 
 def run(base: dict, overrides: list[str], seed: int) -> dict:

@@ -46,24 +46,36 @@ def bench_memory(n_series: int, n_points: int, limit_s: float | None) -> None:
                                       "train.device=cpu"])
     work = stage_memory(p, f", panel of {n_series:,} x {n_points:,} points, window 96", limit_s,
                         2048)
-    meta = yaml.safe_load((work / "prepared" / "panel.json").read_text())
-    print(f"memory: {meta['n_rows']:,} values, {meta['n_windows']['train']:,} training windows; "
+    meta = yaml.safe_load((work / "prepared" / "store.json").read_text())
+    rows = int(np.load(work / "prepared" / "index.npz")["offsets"][-1])
+    print(f"memory: {rows:,} values, {meta['n_windows']['train']:,} training windows; "
           f"store {sum(f.stat().st_size for f in (work / 'prepared').iterdir()) / 2**20:,.0f} "
           "MiB", flush=True)
     shutil.rmtree(work)
 
 
-def _panel(n_series: int, n_points: int, window: int, seed: int = 42):
-    from attn_forecast.panel import prepare_panel, synthetic_chunks
+def _raw(n_series: int, n_points: int, seed: int = 42):
     import pandas as pd
-    frame = pd.concat(synthetic_chunks(n_series, n_points, 0, seed, 0.15, 0.002))
+
+    from attn_forecast.sources import panel
+    from attn_forecast.store import Raw
+    frame = pd.concat(panel(n_series, n_points, 0, seed, 0.15, 0.002))
     idv = frame["id"].to_numpy()
     starts = np.flatnonzero(np.r_[True, idv[1:] != idv[:-1]])
-    ids, offsets = idv[starts].astype(str), np.r_[starts, len(frame)].astype(np.int64)
-    return prepare_panel(ids, offsets, frame["t"].to_numpy(np.float64),
-                         frame["value"].to_numpy(), frame["signal"].to_numpy(), window=window,
-                         horizon=1, test_frac=0.2, val_frac=0.0, scaler="zscore",
-                         transform="none")
+    return Raw(idv[starts].astype(str), np.r_[starts, len(frame)].astype(np.int64),
+               frame["t"].to_numpy(np.float64), frame["value"].to_numpy(),
+               frame["signal"].to_numpy())
+
+
+def _store(raw, window: int):
+    from attn_forecast.store import build
+    from attn_forecast.wiring import PREPARE_KEYS
+    return build(raw, window=window, horizon=1, fracs={"test": 0.2, "val": 0.0, "cal": 0.0},
+                 scaler="zscore", transform="none", keys=PREPARE_KEYS)
+
+
+def _panel(n_series: int, n_points: int, window: int, seed: int = 42):
+    return _store(_raw(n_series, n_points, seed), window)
 
 
 MODELS = {  # the default model (one token per step), and the memory run's small patched one
@@ -77,10 +89,10 @@ def bench_speed(device: str, n_windows: int = 200_000) -> None:
 
     import torch
     from attn_forecast.model import build_model
-    from attn_forecast.panel import spread
     from attn_forecast.params import parse_params
-    from attn_forecast.preflight import model_settings
     from attn_forecast.train import autocast, fit
+    from attn_forecast.windows import spread
+    from attn_forecast.wiring_torch import model_settings
     panel = _panel(2_000, 2_000, 96)
     dev = torch.device(device)
     ends = spread(panel.ends("train"), n_windows)
@@ -90,7 +102,7 @@ def bench_speed(device: str, n_windows: int = 200_000) -> None:
             params = parse_params(with_overrides(BASE, PANEL + model_keys + [
                 "prepare.window=96", "train.epochs=1", "train.batch_size=512",
                 f"train.precision={precision}", f"train.device={device}"]))
-            settings = model_settings(params, panel)
+            settings = model_settings(params, panel, 0)
             torch.manual_seed(0)
             model = build_model(settings).to(dev)
             if dev.type == "cuda":
@@ -133,39 +145,31 @@ def bench_speed(device: str, n_windows: int = 200_000) -> None:
 
 def bench_global(n_series: int = 200, n_points: int = 400) -> None:
     import torch
-    from attn_forecast.baselines import Baselines
-    from attn_forecast.evaluation import evaluate_panel
-    from attn_forecast.panel import panel_baselines, prepare_panel
+
+    from attn_forecast import forecasters
+    from attn_forecast.evaluation import evaluate
     from attn_forecast.params import parse_params
-    from attn_forecast.preflight import model_settings
-    from attn_forecast.train import train_model
+    from attn_forecast.train import ModelForecaster, train_model, to_device
+    from attn_forecast.wiring_torch import model_settings
     params = parse_params(with_overrides(BASE, PANEL + [
         "prepare.window=24", "train.epochs=30", "train.batch_size=64", "train.device=cpu"]))
-    whole = _panel(n_series, n_points, 24)
+    raw = _raw(n_series, n_points)
 
-    def run(panel) -> tuple[np.ndarray, np.ndarray, float]:
-        settings = model_settings(params, panel)
+    def run(store) -> tuple[np.ndarray, np.ndarray, float]:
         t0 = time.perf_counter()
-        model, _ = train_model(settings, torch.from_numpy(panel.z),
-                               torch.from_numpy(panel.ends("train")),
-                               torch.zeros(0, dtype=torch.int64), params.train,
-                               torch.device("cpu"), progress=False)
+        data = to_device(store, torch.device("cpu"))
+        model, _ = train_model(model_settings(params, store, 0), data["z"], data["train"],
+                               data["val"], params.train, torch.device("cpu"), progress=False)
         secs = time.perf_counter() - t0
-        f, _ = panel_baselines(panel, ["naive"], ridge_alpha=1.0, season=0)
-        ev = evaluate_panel(panel, model, baselines=Baselines(f), noise_std=None,
-                            weights=False)
+        fs = forecasters.run(store, [ModelForecaster(model), forecasters.Naive()], ("test",))
+        ev = evaluate(store, fs, noise_std=None)
         return ev.by_series["model_mase"].to_numpy(), ev.by_series["naive_mase"].to_numpy(), \
             secs
 
-    g_mase, naive, g_secs = run(whole)
+    g_mase, naive, g_secs = run(_store(raw, 24))
     local, l_secs = [], 0.0
-    for i in range(whole.n_series):
-        a, b = int(whole.offsets[i]), int(whole.offsets[i + 1])
-        one = prepare_panel(whole.ids[i:i + 1], np.array([0, b - a]), np.asarray(whole.t[a:b]),
-                            np.asarray(whole.levels[a:b]), np.asarray(whole.signal[a:b]),
-                            window=24, horizon=1, test_frac=0.2, val_frac=0.0,
-                            scaler="zscore", transform="none")
-        m, _, s = run(one)
+    for i in range(n_series):   # each series alone: a store of one
+        m, _, s = run(_store(raw.take(np.array([i])), 24))
         local.append(m[0])
         l_secs += s
     local = np.array(local)

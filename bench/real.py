@@ -81,9 +81,8 @@ def _dates(start: str, n: int, freq: str) -> list[str]:
 def load(name: str) -> tuple[pd.DataFrame, str]:
     """(frame with `time` and `value`, frequency) of one benchmark series."""
     if name in RANDOM_WALKS:
-        from attn_forecast.data import random_walk
-        from attn_forecast.params import DataParams
-        v = random_walk(DataParams(kind="random_walk", n_points=1000, seed=7))["value"]
+        from attn_forecast.sources import random_walk
+        v = random_walk(1000, 7, start_price=100.0, drift=0.0002, volatility=0.01)["value"]
         return pd.DataFrame({"time": np.arange(len(v)), "value": v}), "steps"
     if name in ("realgdp", "cpi", "unemp", "elnino"):
         import statsmodels.api as sm
@@ -125,7 +124,7 @@ def run_series(name: str, base: dict, overrides: list[str], folds: int, validati
         run_pipeline(p, work, stages=STAGES, inputs=inputs)
     seconds = time.perf_counter() - t0
     bt = json.loads((work / "backtest.json").read_text())
-    meta = json.loads((work / "prepared" / "meta.json").read_text())
+    meta = json.loads((work / "prepared" / "store.json").read_text())
     shutil.rmtree(work)
     row = {"series": name, "freq": freq, "n": len(frame), "seconds": seconds,
            "season": meta["auto"]["season"]["season"], "window": meta["window"]}

@@ -1,86 +1,80 @@
-"""Stage backtest_evaluate: score every fold's model and the baselines on that fold's test
-windows (baselines fitted on the fold's training part only), then over all folds.
+"""Stage backtest_evaluate: score every fold's model (its forecasts from backtest_train) and
+the baselines (fitted here on the fold's training parts only) on that fold's test windows,
+then over all folds.
 
-out: ``backtest.json`` (a DVC metrics file: per forecaster ``rmse_mean``, ``rmse_std``,
-``mae_mean``, ``mase_mean`` and the per-fold values; ``n_folds``; the Diebold-Mariano tests of
-the model against each baseline, pooled over the windows of every fold) and a per-fold RMSE
-CSV for ``dvc plots``. With the backtest off both say so (``n_folds: 0``).
+out: ``backtest.json`` (a DVC metrics file: per forecaster each score's mean over the folds
+and the per-fold values, ``n_folds``, and the Diebold-Mariano tests of the model against each
+baseline pooled over the windows of every fold) and a per-fold CSV of the headline score (RMSE
+for one series, mean MASE for many) for ``dvc plots``. Off: both say so (``n_folds: 0``).
 """
 from __future__ import annotations
 
-import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before numpy and torch load)
-import argparse
-import sys
-from pathlib import Path
+import attn_forecast.cpu as _cpu  # noqa: I001
+_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
+import argparse  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 
-import numpy as np
-import pandas as pd
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
-from attn_forecast.backtest import aggregate
-from attn_forecast.errors import run_cli
-from attn_forecast.io import read_json, write_csv, write_json
-from attn_forecast.metrics import CSV_DIGITS, rounded
-from attn_forecast.params import load_params
-from attn_forecast.windows import Split, load_prepared, refit
+from attn_forecast import forecasters, significance, splits, wiring  # noqa: E402
+from attn_forecast import store as S  # noqa: E402
+from attn_forecast.backtest import aggregate  # noqa: E402
+from attn_forecast.baselines import baselines  # noqa: E402
+from attn_forecast.cpu import cores  # noqa: E402
+from attn_forecast.errors import run_cli  # noqa: E402
+from attn_forecast.evaluation import evaluate, units  # noqa: E402
+from attn_forecast.io import read_json, write_csv, write_json  # noqa: E402
+from attn_forecast.metrics import CSV_DIGITS, rounded  # noqa: E402
+from attn_forecast.params import load_params  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
-    ap.add_argument("--prepared", required=True, help="folder written by prepare")
-    ap.add_argument("--folds", required=True, help="folder written by backtest_train")
-    ap.add_argument("--metrics", required=True, help="backtest metrics JSON to write")
-    ap.add_argument("--plot", required=True, help="per-fold RMSE CSV to write")
+    for name in ("prepared", "folds", "metrics", "plot"):
+        ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
     params = load_params(args.params)
-    p = params.evaluate
+    e = params.evaluate
     entries = read_json(Path(args.folds) / "folds.json")["folds"]
-    if not entries:
-        # the columns dvc.yaml plots are always there, so `dvc plots` has nothing to warn about
-        write_csv(args.plot, pd.DataFrame({c: [] for c in ("fold", "origin", "model", "naive",
-                                                           "ridge")}))
-        write_json(args.metrics, {"n_folds": 0})
-        print(f"backtest_evaluate: off (backtest.folds 0) -> {args.metrics}")
-        return {"n_folds": 0}
-
-    from attn_forecast import significance  # torch and StatsForecast: only with folds
-    from attn_forecast.evaluation import evaluate
-    from attn_forecast.model import load_checkpoint
-    from attn_forecast.preflight import season
-    from attn_forecast.runtime import choose_threads, set_threads, step_flops
-    prep = load_prepared(args.prepared)
-    fold_metrics, rows, actual, forecasts = [], [], [], {}
-    for e in entries:
-        fold = refit(prep, Split(**e["split"]))
-        model, _ = load_checkpoint(Path(args.folds) / e["file"])
-        set_threads(choose_threads(params.train.threads,
-                                   step_flops(model.settings, len(fold.split.ends("test"))) / 3))
-        ev = evaluate(fold, model, baselines=p.baselines, ridge_alpha=p.ridge_alpha,
-                      season=season(params, prep), noise_std=params.data.noise_std,
-                      weights=False, conformal=p.conformal)
+    cols = ("fold", "origin", "model", "naive", "ridge")   # what dvc.yaml plots, always there
+    rows, fold_metrics, pooled, names = [], [], {}, []
+    if entries:
+        store = S.load(args.prepared)
+        season = wiring.check_data(params, store)
+    for entry in entries:
+        fold = store.refit(splits.Cuts.from_dict(entry["cuts"]))
+        chosen, _ = baselines(e.baselines, season=season, ridge_alpha=e.ridge_alpha,
+                                          features=fold.n_features > 0, jobs=cores())
+        base = forecasters.run(fold, chosen, wiring.parts(params), wiring.taus(params))
+        model = forecasters.load(Path(args.folds) / entry["forecasts"])
+        ev = evaluate(fold, forecasters.merge(model, base), noise_std=params.data.noise_std,
+                      conformal=e.conformal)
         for line in ev.warnings:
-            print(f"fold {e['fold']}: {line}", file=sys.stderr)
+            print(f"fold {entry['fold']}: {line}", file=sys.stderr)
         fold_metrics.append(ev.metrics)
-        rows.append({"fold": e["fold"], "origin": ev.t[0],
-                     **{n: (m or {}).get("rmse") for n, m in ev.metrics.items()
-                        if n in ev.forecasts}})
-        actual.append(ev.actual)
-        for name, f in ev.forecasts.items():
-            forecasts.setdefault(name, []).append(f)
-    names = list(forecasts)
-    out = aggregate(fold_metrics, names)
-    # pooled over the windows of every fold; a baseline that failed in a fold is left out
-    pooled = {n: np.concatenate(fs) for n, fs in forecasts.items()
-              if all(f is not None for f in fs)}
-    out["significance"] = significance.compare(np.concatenate(actual), pooled,
-                                               prep.split.horizon)
-    write_csv(args.plot, pd.DataFrame(rows), digits=CSV_DIGITS)
+        key = "mase_mean" if ev.metrics["n_series"] > 1 else "rmse"
+        rows.append({"fold": entry["fold"], "origin": fold.t[ev.ends[0]],
+                     **{n: (ev.metrics[n] or {}).get(key) for n in ev.forecasts}})
+        names = list(ev.forecasts)
+        unit = units(fold)[fold.series_of(ev.ends)]
+        for n, f in {"actual": ev.actual, "unit": unit, **ev.forecasts}.items():
+            pooled.setdefault(n, []).append(f)
+    out = aggregate(fold_metrics, names) if entries else {"n_folds": 0}
+    if entries:
+        joined = {n: np.concatenate(v) for n, v in pooled.items() if all(x is not None
+                                                                        for x in v)}
+        out["significance"] = significance.compare(
+            joined.pop("actual"), {n: joined.get(n) for n in names}, store.horizon,
+            unit=joined.pop("unit"))
+    write_csv(args.plot, pd.DataFrame(rows, columns=[*cols, *(n for n in names
+                                                              if n not in cols)]),
+              digits=CSV_DIGITS)
     write_json(args.metrics, rounded(out))
-    model = out["model"]
-    print(f"backtest_evaluate: {len(entries)} folds, model RMSE {model['rmse_mean']:.4f} +- "
-          f"{model['rmse_std']:.4f} | " + " | ".join(
-              f"{n} {out[n]['rmse_mean']:.4f}" if out[n] else f"{n} n/a" for n in names[1:])
-          + f" -> {args.metrics}")
+    print(f"backtest_evaluate: {len(entries)} folds -> {args.metrics}" if entries else
+          f"backtest_evaluate: off (backtest.folds 0) -> {args.metrics}")
     return out
 
 

@@ -1,109 +1,70 @@
-"""Stage evaluate: score the model and the baselines (fitted by stage baselines) on the test
-windows.
+"""Stage evaluate: score the model (forecasts from the train stage) and the baselines (from
+the baselines stage) on every series' test windows. No torch here.
 
-out: metrics JSON (model + every baseline, original units), test predictions CSV (first step
-ahead; every test window, DVC-cached, and its last 1,000 windows, committed for ``dvc plots``),
-RMSE by steps ahead CSV, attention-by-lag CSV, the attention weights (npz) the figures need,
-and the metrics by series CSV (one row for a single series). A panel is scored per series and
-over series (mean MASE is its headline); its plotted sample is the median series'.
+out: the headline metrics (a DVC metrics file: each forecaster's main scores), every score
+(metrics_detail.json, committed, not a DVC metric), one row per series (DVC-cached), every
+test window's first-step forecasts (DVC-cached) and the median series' last 1,000 of them
+(committed, plotted), the error by steps ahead and the intervals' coverage.
 """
 from __future__ import annotations
 
-import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before numpy and torch load)
-import argparse
-import sys
+import attn_forecast.cpu as _cpu  # noqa: I001
+_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
+import argparse  # noqa: E402
+import sys  # noqa: E402
 
-import numpy as np
+from attn_forecast import forecasters, wiring  # noqa: E402
+from attn_forecast import store as S  # noqa: E402
+from attn_forecast.errors import UserInputError, run_cli  # noqa: E402
+from attn_forecast.evaluation import evaluate, tables  # noqa: E402
+from attn_forecast.io import write_csv, write_json  # noqa: E402
+from attn_forecast.metrics import CSV_DIGITS, headline, rounded  # noqa: E402
+from attn_forecast.params import load_params  # noqa: E402
 
-from attn_forecast.baselines import baseline_taus, check_matches, load_baselines
-from attn_forecast.errors import run_cli
-from attn_forecast.evaluation import (evaluate, evaluate_panel, panel_tables, plot_sample,
-                                     single_row, tables)
-from attn_forecast.io import write_csv, write_json, write_npz
-from attn_forecast.metrics import CSV_DIGITS, rounded
-from attn_forecast.model import load_checkpoint
-from attn_forecast.preflight import check as preflight
-from attn_forecast.preflight import season
-from attn_forecast.params import load_params
-from attn_forecast.runtime import choose_threads, set_threads, step_flops
-from attn_forecast.panel import load_data
+OUTPUTS = ("metrics", "detail", "by_series", "predictions", "predictions_plot", "horizon",
+           "calibration")
+
+
+def check_fresh(fs: forecasters.ForecastSet, base: forecasters.ForecastSet, now: dict) -> None:
+    """The saved forecasts were made for these params and this prepared data (a stage run by
+    hand, or `dvc repro -s evaluate`, could otherwise score stale ones)."""
+    stale = [f"{k} {base.record.get(k)!r} (now {v!r})" for k, v in now.items()
+             if base.record.get(k) != v]
+    if fs.record.get("data") != now["data"]:
+        stale.append("the model's forecasts are of other prepared data")
+    if stale:
+        raise UserInputError(f"the saved forecasts were made with other settings: "
+                             f"{', '.join(stale)}; run `dvc repro` so they are made again")
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
-    ap.add_argument("--prepared", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--baselines", required=True, help="npz written by the baselines stage")
-    ap.add_argument("--metrics", required=True)
-    ap.add_argument("--predictions", required=True,
-                    help="every test window's predictions CSV (a DVC-cached output)")
-    ap.add_argument("--predictions-plot", required=True,
-                    help="the last test windows' predictions CSV (committed, plotted)")
-    ap.add_argument("--horizon", required=True, help="RMSE by steps ahead CSV")
-    ap.add_argument("--lags", required=True, help="attention by lag CSV")
-    ap.add_argument("--attention", required=True, help="attention weights npz")
-    ap.add_argument("--calibration", required=True,
-                    help="nominal vs empirical interval coverage CSV")
-    ap.add_argument("--by-series", required=True,
-                    help="metrics by series CSV (one row for a single series)")
+    for name in ("prepared", "forecasts", "baselines", *OUTPUTS):
+        ap.add_argument(f"--{name.replace('_', '-')}", required=True)
     args = ap.parse_args(argv)
     params = load_params(args.params)
-    p = params.evaluate
-    prep = load_data(args.prepared)
-    preflight(params, prep)
-    model, _ = load_checkpoint(args.model)  # CPU: small, and byte-stable metrics
-    n_test = len(prep.split.ends("test"))  # forward only: a third of a training step's work
-    set_threads(choose_threads(params.train.threads, step_flops(model.settings, n_test) / 3))
-    base = load_baselines(args.baselines)
-    check_matches(base, p.baselines, baseline_taus(model.settings.quantiles, p.conformal),
-                  prep, p.ridge_alpha, season(params, prep))
-    if getattr(prep, "is_panel", False):
-        return _panel(args, params, prep, model, base)
-    ev = evaluate(prep, model, baselines=base, ridge_alpha=p.ridge_alpha,
-                  season=season(params, prep), noise_std=params.data.noise_std,
-                  conformal=p.conformal)
+    store = S.load(args.prepared)
+    season = wiring.check_data(params, store)
+    model, base = forecasters.load(args.forecasts), forecasters.load(args.baselines)
+    check_fresh(model, base, wiring.baselines_record(params, store, season))
+    ev = evaluate(store, forecasters.merge(model, base), noise_std=params.data.noise_std,
+                  conformal=params.evaluate.conformal)
     for line in ev.warnings:
         print(line, file=sys.stderr)
-
-    out = tables(ev, model.settings)
-    _write_weights(args.attention, ev, prep.split.window)
-    for name in ("predictions", "horizon", "lags", "calibration"):
+    ev.metrics["unavailable"] = base.record.get("unavailable", {})
+    out = tables(ev, store)
+    for name in ("by_series", "predictions", "predictions_plot", "horizon", "calibration"):
         write_csv(getattr(args, name), out[name], digits=CSV_DIGITS)
-    write_csv(args.predictions_plot, plot_sample(out["predictions"]), digits=CSV_DIGITS)
-    write_csv(args.by_series, single_row(ev.metrics, list(ev.forecasts)), digits=CSV_DIGITS)
-    write_json(args.metrics, rounded(ev.metrics))
-    m = ev.metrics
-    scores = " | ".join(f"{name} {v['rmse']:.4f}" if v else f"{name} n/a"
-                        for name, v in m.items() if name in ev.forecasts)
-    print(f"evaluate: {m['n_test']} test windows, RMSE {scores} -> {args.metrics}")
-    return m
-
-
-def _write_weights(path: str, ev, window: int) -> None:
-    empty = np.zeros((0, 0, window, window))
-    write_npz(path, mean=ev.mean_weights if ev.mean_weights is not None else empty,
-              example=ev.example_weights if ev.example_weights is not None else empty)
-
-
-def _panel(args: argparse.Namespace, params, panel, model, base) -> dict:
-    """One global model over many series: scores per series and over series."""
-    ev = evaluate_panel(panel, model, baselines=base, noise_std=params.data.noise_std)
-    for line in ev.warnings:
-        print(line, file=sys.stderr)
-    out = panel_tables(ev, panel, model.settings)
-    _write_weights(args.attention, ev, panel.window)
-    for name in ("predictions", "horizon", "lags", "calibration"):
-        write_csv(getattr(args, name), out[name], digits=CSV_DIGITS)
-    write_csv(args.predictions_plot, out["predictions_plot"], digits=CSV_DIGITS)
-    write_csv(args.by_series, out["by_series"], digits=CSV_DIGITS)
-    write_json(args.metrics, rounded(ev.metrics))
-    m = ev.metrics
-    scores = " | ".join(f"{name} {v['mase_mean']:.4f}" if v else f"{name} n/a"
-                        for name, v in m.items() if name in ev.forecasts)
-    print(f"evaluate: {m['n_series']} series, {m['n_test']} test windows, mean MASE {scores} "
-          f"-> {args.metrics}")
-    return m
+    write_json(args.detail, rounded(ev.metrics))
+    top = {**headline({n: ev.metrics[n] for n in ev.forecasts}), "n_test": ev.metrics["n_test"]}
+    write_json(args.metrics, rounded(top))
+    key = "mase_mean" if ev.metrics["n_series"] > 1 else "rmse"
+    scores = " | ".join(f"{n} {m[key]:.4g}" if m else f"{n} n/a"
+                        for n, m in ((n, ev.metrics[n]) for n in ev.forecasts))
+    print(f"evaluate: {ev.metrics['n_series']} series, {ev.metrics['n_test']} test windows, "
+          f"{key} {scores} -> {args.metrics}")
+    return ev.metrics
 
 
 if __name__ == "__main__":

@@ -1,45 +1,54 @@
-"""Stage generate: write the raw series (built-in synthetic data or the user's CSV).
-
-out: ``t, value, signal`` CSV (signal empty for data without a noise-free value); for a panel
-(``data.kind: panel``, or a CSV with ``data.csv_id_column``) ``id, t, value, signal``, grouped
-by id and sorted by time inside each, written in blocks (a large panel is never held whole).
-"""
+"""Stage generate: write the raw data (built-in synthetic series or the user's CSV) as one long
+table ``id, t, value, signal`` (past covariates as ``feature:<name>``), each id's rows together
+in time order; a single series is a table of one id. A large panel is written in blocks."""
 from __future__ import annotations
 
-import attn_forecast  # noqa: F401, I001  (first: pins CPU code paths before numpy and torch load)
-import argparse
+import attn_forecast.cpu as _cpu  # noqa: I001
+_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
+import argparse  # noqa: E402
 
-from attn_forecast.data import check_inside, csv_dialect, load_series
-from attn_forecast.errors import run_cli
-from attn_forecast.io import write_csv
-from attn_forecast.panel import read_panel_csv, synthetic_chunks, write_panel_csv
-from attn_forecast.params import load_params
+import numpy as np  # noqa: E402
+
+from attn_forecast import sources  # noqa: E402
+from attn_forecast.errors import run_cli  # noqa: E402
+from attn_forecast.params import load_params  # noqa: E402
+from attn_forecast.table import check_regular, read_table, write_long  # noqa: E402
+from attn_forecast.wiring import CSV_KEYS, check_inside, csv_options  # noqa: E402
+
+
+def chunks(d, inputs: str):
+    """The data ``data.kind`` names, as DataFrames of the long table."""
+    if d.kind == "csv":
+        check_inside(d.csv_path, inputs)
+        frame = read_table(d.csv_path, **csv_options(d), keys=CSV_KEYS)
+        if d.csv_time_column and d.time_gaps == "error":
+            ids = frame["id"].to_numpy()
+            starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+            check_regular(ids[starts], np.r_[starts, len(ids)], frame["t"].to_numpy(),
+                          d.csv_path, CSV_KEYS)
+        return [frame]
+    if d.kind == "panel":
+        return sources.panel(d.n_series, d.n_points, d.panel_min_points, d.seed, d.noise_std,
+                             d.trend)
+    if d.kind == "seasonal":
+        return [sources.seasonal(d.n_points, d.noise_std, d.seed, trend=d.trend,
+                                 period1=d.period1, amplitude1=d.amplitude1,
+                                 period2=d.period2, amplitude2=d.amplitude2)]
+    if d.kind == "random_walk":
+        return [sources.random_walk(d.n_points, d.seed, start_price=d.start_price,
+                                    drift=d.drift, volatility=d.volatility)]
+    return [sources.sine(d.n_points, d.noise_std, d.seed)]
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
     ap.add_argument("--inputs", required=True, help="tracked folder holding users' CSV files")
-    ap.add_argument("--out", required=True, help="series CSV to write")
+    ap.add_argument("--out", required=True, help="long-format CSV to write")
     args = ap.parse_args(argv)
-    p = load_params(args.params).data
-    if p.kind == "csv":
-        check_inside(p.csv_path, args.inputs)
-    if p.is_panel:
-        if p.kind == "panel":
-            chunks = synthetic_chunks(p.n_series, p.n_points, p.panel_min_points, p.seed,
-                                      p.noise_std, p.trend)
-        else:
-            chunks = [read_panel_csv(p.csv_path, p.csv_id_column, p.csv_column,
-                                     p.csv_time_column, p.missing,
-                                     features=p.csv_feature_columns, **csv_dialect(p))]
-        rows, series = write_panel_csv(args.out, chunks)
-        print(f"generate: a panel of {series} series, {rows} points of {p.kind} data -> "
-              f"{args.out}")
-        return
-    frame = load_series(p)
-    write_csv(args.out, frame)
-    print(f"generate: {len(frame)} points of {p.kind} data -> {args.out}")
+    d = load_params(args.params).data
+    rows, ids = write_long(args.out, chunks(d, args.inputs))
+    print(f"generate: {rows} points of {d.kind} data in {ids} series -> {args.out}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ def test_backtest_metrics_figure_and_significance(bt):
     p = bt.proj.path
     m = json.loads((p / "reports/backtest.json").read_text())
     assert m["n_folds"] == 3
+    assert m["seasonal_naive"] is None  # no season: n/a
     for name in ("model", "naive", "mean", "ridge", "ets", "theta"):
         row = m[name]
         assert {"rmse_mean", "rmse_std", "mae_mean", "mase_mean"} <= set(row), name
@@ -52,7 +53,7 @@ def test_backtest_metrics_figure_and_significance(bt):
     summary = (p / "reports/summary.md").read_text()
     assert "Rolling-origin backtest (3 folds)" in summary
     assert summary.count(" naive, p = ") == 2  # single split and pooled over the folds
-    single = json.loads((p / "reports/metrics.json").read_text())
+    single = json.loads((p / "reports/metrics_detail.json").read_text())
     assert {"ets", "theta"} <= set(single) and "ridge" in single["significance"]
 
 
@@ -103,6 +104,6 @@ def test_seed_ensemble_reports_the_spread(bt):
     proj.update_params({"train.ensemble": 3})
     res = proj.run(["dvc", "repro", "evaluate"], timeout=300)
     assert res.returncode == 0, _out(res)
-    seeds = json.loads((proj.path / "reports/metrics.json").read_text())["model_seeds"]
+    seeds = json.loads((proj.path / "reports/metrics_detail.json").read_text())["model_seeds"]
     assert len(seeds["rmse"]) == 3 and seeds["rmse_std"] >= 0
     assert min(seeds["rmse"]) <= seeds["rmse_mean"] <= max(seeds["rmse"])

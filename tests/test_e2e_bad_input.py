@@ -81,10 +81,19 @@ CASES = [
          # a blank line is an empty cell of a one-column file, not a line to skip
          csv="value\n" + "".join("\n" if i == 4 else f"{i % 5}.5\n" for i in range(40))),
     Case("csv-too-few-rows", "prepare", CSV,
-         ["too short", "11 values", "window 60", "need at least 77 values"],
+         ["too short", "11 values", "window 60", "need at least 77 values", "prepare.window"],
          csv=_csv_rows(11), pre=["generate"]),
-    Case("csv-constant", "prepare", {**CSV, "prepare.scaler": "zscore"},
-         ["prepare.scaler", "constant"], csv=_csv_rows(100, lambda i: "3.0"), pre=["generate"]),
+    Case("csv-monthly-gap", "generate", {**CSV, "data.csv_time_column": "month"},
+         ["not regular", "2020-05-01", "2020-11-01", "5 step(s) of one month missing",
+          "data.time_gaps"],
+         csv="month,value\n" + "".join(f"{d},{i}.5\n" for i, d in enumerate(
+             [f"2020-{m:02d}-01" for m in range(1, 6)] + ["2020-11-01", "2020-12-01"]
+             + [f"2021-{m:02d}-01" for m in range(1, 13)]))),
+    Case("conformal-without-a-calibration-part", "baselines", {"evaluate.conformal": "split"},
+         ["evaluate.conformal", "prepare.cal_frac"]),
+    Case("folds-beyond-the-test-part", "backtest_train",
+         {"backtest.folds": 3, "backtest.fold_size": 10},
+         ["backtest.folds", "backtest.fold_size", "inside"]),
     # ---- a run that cannot succeed
     Case("train-diverges", "train", {"train.lr": 1e30}, ["diverged at epoch", "lower train.lr"]),
 ]
@@ -206,6 +215,7 @@ def test_kill_during_train_then_repro_recovers(project, tmp_path):
     assert not _train_running(proc.pid)
     assert not (proj.path / "models/model.pt").exists()  # killed before the checkpoint
 
+    proj.update_params({"train.epochs": 5})  # recovering needs no long training
     again = proj.run(["dvc", "repro"], timeout=240)
     out = again.stdout + again.stderr
     assert again.returncode == 0, out

@@ -13,10 +13,12 @@ def test_committed_predictions_are_a_bounded_sample(project_factory):
     proj = project_factory("committed", CONFIG)
     res = proj.run(["dvc", "repro"], timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
-    full = pd.read_csv(proj.path / "data/predictions.csv")
-    sample = pd.read_csv(proj.path / "reports/predictions.csv")
+    full = pd.read_csv(proj.path / "data/predictions.csv")   # every window, with its id
+    sample = pd.read_csv(proj.path / "reports/predictions.csv")  # the median series' last
     assert len(full) == 1040 and len(sample) == 1000
-    pd.testing.assert_frame_equal(sample, full.iloc[-1000:].reset_index(drop=True))
+    assert set(full["id"]) == {"sine"}
+    pd.testing.assert_frame_equal(sample, full.drop(columns="id").iloc[-1000:]
+                                  .reset_index(drop=True))
     ignored = proj.run(["git", "check-ignore", "data/predictions.csv"])
     assert ignored.returncode == 0, "the full predictions must not go to git"
     tracked = proj.run(["git", "check-ignore", "reports/predictions.csv"])

@@ -28,7 +28,7 @@ EMPTY_AT = (57, 181, 342)                # sorted rows whose close cell is empty
 WINDOW = 20
 PARAMS = {
     "data.kind": "csv", "data.csv_path": CSV_REL, "data.csv_column": "close",
-    "data.csv_time_column": "date", "data.missing": "ffill",
+    "data.csv_time_column": "date", "data.missing": "ffill", "data.time_gaps": "allow",
     "prepare.window": WINDOW, "prepare.transform": "log_return", "train.epochs": 3,
 }
 
@@ -83,7 +83,7 @@ def _ok(built):
 
 
 def _forecast(proj, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return proj.run(["python", "-m", "attn_forecast.forecast", *args], timeout=timeout)
+    return proj.run(["python", "-m", "attn_forecast.cli", "forecast", *args], timeout=timeout)
 
 
 # ---------------------------------------------------------------- the pipeline on the CSV
@@ -98,7 +98,8 @@ def test_series_is_sorted_with_every_row_and_filled_cells(csv_built):
     proj = _ok(csv_built)
     frame = csv_built.frame
     series = pd.read_csv(proj.path / "data/raw/series.csv", dtype={"t": str})
-    assert list(series.columns) == ["t", "value", "signal"]
+    assert list(series.columns) == ["id", "t", "value", "signal"]
+    assert set(series["id"]) == {"close"}  # one series, named by its column
     # every row kept (none dropped, none invented for the weekends or the holidays)
     assert len(series) == N_ROWS
     assert series["t"].tolist() == frame["date"].tolist()  # sorted by date
@@ -117,7 +118,7 @@ def test_series_is_sorted_with_every_row_and_filled_cells(csv_built):
 
 def test_metrics_are_finite_without_signal(csv_built):
     proj = _ok(csv_built)
-    metrics = proj.read_json("reports/metrics.json")
+    metrics = proj.read_json("reports/metrics_detail.json")
     for name in ("model", "naive", "ridge"):
         assert math.isfinite(metrics[name]["rmse"]), (name, metrics[name])
         assert metrics[name]["rmse"] > 0

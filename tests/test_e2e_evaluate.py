@@ -25,7 +25,7 @@ def run(project_factory):
 
 
 def test_every_forecaster_and_step_is_scored(run):
-    m = json.loads((run.path / "reports/metrics.json").read_text())
+    m = json.loads((run.path / "reports/metrics_detail.json").read_text())
     assert {"model", "naive", "seasonal_naive", "mean", "ridge"} <= set(m)
     for name in ("model", "naive", "seasonal_naive", "mean", "ridge"):
         assert {"rmse_step1", "rmse_step2", "rmse_step3"} <= set(m[name]), name
@@ -35,7 +35,7 @@ def test_every_forecaster_and_step_is_scored(run):
 
 
 def test_predictions_match_an_independent_computation(run):
-    series = pd.read_csv(run.path / "data/raw/series.csv")
+    series = pd.read_csv(run.path / "data/raw/series.csv")  # id, t, value, signal
     v = series["value"].to_numpy()
     pred = pd.read_csv(run.path / "reports/predictions.csv")
     t = pred["t"].to_numpy().astype(int)        # time of each window's first target
@@ -46,7 +46,7 @@ def test_predictions_match_an_independent_computation(run):
     np.testing.assert_allclose(pred["seasonal_naive"], v[t - SEASON], rtol=1e-5)
     train_levels = v[:int(0.7 * 300)]            # before the validation part (10 %)
     np.testing.assert_allclose(pred["mean"], train_levels.mean(), rtol=1e-5)
-    m = json.loads((run.path / "reports/metrics.json").read_text())
+    m = json.loads((run.path / "reports/metrics_detail.json").read_text())
     err = pred["naive"].to_numpy() - pred["actual"].to_numpy()
     assert m["naive"]["rmse_step1"] == pytest.approx(np.sqrt(np.mean(err ** 2)), rel=1e-3)
     scale = np.mean(np.abs(np.diff(train_levels)))

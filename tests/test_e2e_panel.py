@@ -36,13 +36,14 @@ def test_synthetic_panel_runs_as_an_experiment_and_forecasts_every_id(project_fa
     res = proj.run(["dvc", "exp", "run", "-n", "panel", *_sets(PANEL)], timeout=300)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
-    assert "a panel of 12 series" in out, out
+    assert "in 12 series" in out and "prepare: 12 series" in out, out
 
-    prepared = proj.path / "data/prepared"
+    prepared = proj.path / "data/prepared"   # the same store as a single series'
     assert sorted(p.name for p in prepared.iterdir()) == [
-        "index.npz", "levels.npy", "panel.json", "signal.npy", "t.npy", "z.npy"]
-    metrics = proj.read_json("reports/metrics.json")
-    assert metrics["headline"] == "mase_mean" and metrics["n_series"] == 12
+        "index.npz", "levels.npy", "signal.npy", "store.json", "t.npy", "z.npy"]
+    metrics = proj.read_json("reports/metrics_detail.json")
+    headline = proj.read_json("reports/metrics.json")
+    assert metrics["n_series"] == 12 and set(headline["model"]) == {"mase_mean", "smape_mean"}
     for name in ("model", "naive", "seasonal_naive", "mean", "ridge", "ets"):
         assert metrics[name]["mase_mean"] > 0 and metrics[name]["rmse_median"] > 0
 
@@ -57,9 +58,11 @@ def test_synthetic_panel_runs_as_an_experiment_and_forecasts_every_id(project_fa
     plot = pd.read_csv(proj.path / "reports/predictions.csv", dtype={"id": str})
     assert len(full) == metrics["n_test"] and set(full["id"]) == set(by["id"])
     median = by["id"].iloc[np.argsort(by["model_mase"].to_numpy())[(12 - 1) // 2]]
-    assert set(plot["id"]) == {median}        # the committed sample: the median series only
+    # the committed sample: the median series' windows only (its id in the summary)
+    one = full[full["id"] == median].drop(columns="id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(plot, one)
     figures = {p.name for p in (proj.path / "reports/figures").glob("*.png")}
-    assert {"forecast_best.png", "forecast_median.png", "forecast_worst.png",
+    assert {"forecast_best.png", "forecast.png", "forecast_worst.png",
             "overview.png", "attention.png", "horizon.png"} <= figures
     summary = (proj.path / "reports/summary.md").read_text()
     assert "mean MASE is the headline" in summary and f"median series {median}" in summary
@@ -69,7 +72,7 @@ def test_synthetic_panel_runs_as_an_experiment_and_forecasts_every_id(project_fa
 
     # the forecast command: every id of the raw panel, two steps each
     fc = tmp_path / "fc.csv"
-    res = proj.run(["python", "-m", "attn_forecast.forecast", "--model", "models/model.pt",
+    res = proj.run(["python", "-m", "attn_forecast.cli", "forecast", "--model", "models/model.pt",
                     "--csv", "data/raw/series.csv", "--steps", "3", "--out", str(fc)],
                    timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -108,9 +111,9 @@ def test_long_csv_panel_with_dates_runs_as_an_experiment(project_factory):
     # the weekly season from the training parts, a window of two seasons (at least 16)
     assert "season of the training parts: 7" in res.stdout and "window 16" in res.stdout, \
         res.stdout
-    meta = proj.read_json("data/prepared/panel.json")
+    meta = proj.read_json("data/prepared/store.json")
     assert meta["window"] == 16 and meta["time_features"] == ["dayofweek"]
-    assert np.load(proj.path / "data/prepared/cal.npy").shape[1] == 2     # sin, cos
+    assert np.load(proj.path / "data/prepared/side.npy").shape[1] == 2    # sin, cos
     raw = pd.read_csv(proj.path / "data/raw/series.csv", dtype={"id": str},
                       keep_default_na=False)
     assert list(raw["id"].drop_duplicates()) == list(frame["store"].drop_duplicates())
@@ -120,18 +123,33 @@ def test_long_csv_panel_with_dates_runs_as_an_experiment(project_factory):
                      keep_default_na=False)
     assert sorted(by["id"]) == ["001", "NA", "east", "north"]
     figures = {p.name for p in (proj.path / "reports/figures").glob("*.png")}
-    assert {"forecast_best.png", "forecast_median.png", "forecast_worst.png"} <= figures
-    metrics = proj.read_json("reports/metrics.json")
+    assert {"forecast_best.png", "forecast.png", "forecast_worst.png"} <= figures
+    metrics = proj.read_json("reports/metrics_detail.json")
     assert metrics["n_series"] == 4 and metrics["seasonal_naive"]["mase_mean"] > 0
 
 
-def test_a_setting_a_panel_does_not_take_is_one_line(project_factory):
-    proj = project_factory("panel_bad", {"train.epochs": 2})
-    res = proj.run(["dvc", "exp", "run", *_sets({**PANEL, "backtest.folds": 2})], timeout=120)
-    assert res.returncode != 0
-    assert "params.yaml: backtest.folds is not available for a panel (data.kind panel) yet; " \
-           "set it to 0" in res.stdout + res.stderr
-    assert "Traceback" not in res.stdout + res.stderr
+def test_a_panel_takes_backtests_quantiles_and_conformal_intervals(project_factory):
+    """What a single series has, a panel has: folds per series inside each test part, a
+    quantile head, intervals calibrated on each series' calibration part, and the
+    Diebold-Mariano test pooled over series and per series."""
+    proj = project_factory("panel_all", {"train.epochs": 2})
+    res = proj.run(["dvc", "exp", "run", *_sets({
+        **PANEL, "backtest.folds": 2, "model.quantiles": [0.1, 0.5, 0.9],
+        "prepare.cal_frac": 0.1, "evaluate.conformal": "split",
+        "evaluate.baselines": ["naive", "seasonal_naive", "ridge"]})], timeout=300)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert "backtest_train: 2 folds, 2 trained" in out, out
+    bt = proj.read_json("reports/backtest.json")
+    assert bt["n_folds"] == 2 and len(bt["model"]["mase_mean_folds"]) == 2
+    assert 0 <= bt["model"]["coverage_80_mean"] <= 1
+    assert set(bt["significance"]) == {"naive", "seasonal_naive", "ridge"}
+    detail = proj.read_json("reports/metrics_detail.json")
+    assert 0 <= detail["model"]["coverage_80"] <= 1 and "ridge" in detail["significance"]
+    by = pd.read_csv(proj.path / "reports/metrics_by_series.csv", dtype={"id": str})
+    assert {"naive_dm_p", "ridge_dm_p"} <= set(by.columns)
+    assert by["naive_dm_p"].between(0, 1).all()
+    assert (proj.path / "reports/figures/backtest.png").is_file()
 
 
 def test_ddp_on_a_panel_matches_one_process(project_factory):
@@ -144,7 +162,7 @@ def test_ddp_on_a_panel_matches_one_process(project_factory):
                 ["python", "stages/prepare.py", "--series", "data/raw/series.csv",
                  "--out", "data/prepared"]):
         proj.run(cmd, check=True)
-    n_train = proj.read_json("data/prepared/panel.json")["n_windows"]["train"]
+    n_train = proj.read_json("data/prepared/store.json")["n_windows"]["train"]
     assert n_train % 2 == 1 or n_train % 64, n_train    # uneven shards somewhere below
 
     def train(name: str, **over) -> SimpleNamespace:
@@ -155,7 +173,9 @@ def test_ddp_on_a_panel_matches_one_process(project_factory):
         (proj.path / f"runs/{name}/params.yaml").write_text(yaml.safe_dump(params))
         res = proj.run(["python", "stages/train.py", "--params", f"runs/{name}/params.yaml",
                         "--prepared", "data/prepared", "--model", f"runs/{name}/model.pt",
-                        "--history", f"runs/{name}/history.csv"], timeout=240)
+                        "--history", f"runs/{name}/history.csv", "--forecasts",
+                        f"runs/{name}/fc.npz", "--attention", f"runs/{name}/att.npz",
+                        "--lags", f"runs/{name}/lags.csv"], timeout=240)
         assert res.returncode == 0, res.stdout + res.stderr
         payload = torch.load(proj.path / f"runs/{name}/model.pt", map_location="cpu",
                              weights_only=True)
@@ -173,7 +193,7 @@ def test_ddp_on_a_panel_matches_one_process(project_factory):
 def test_a_panel_of_ohlcv_bars_with_features_runs_as_an_experiment(project_factory, tmp_path):
     """Several tickers' daily bars in one long file: close forecast from OHLCV past
     covariates, each ticker's features scaled on its own training rows."""
-    from attn_forecast.data import ohlcv
+    from attn_forecast.sources import ohlcv
     proj = project_factory("panel_ohlcv", {"train.epochs": 5})
     frames = []
     for k, ticker in enumerate(["AAA", "BBB", "CCC"]):
@@ -190,14 +210,14 @@ def test_a_panel_of_ohlcv_bars_with_features_runs_as_an_experiment(project_facto
         "prepare.feature_transforms": ["log_return", "log_return", "log_return", "log1p"],
         "train.augment_noise": 0.0, "evaluate.baselines": ["naive", "ridge"]})], timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "a panel of 3 series" in res.stdout and "features open, high, low, volume" \
+    assert "prepare: 3 series" in res.stdout and "features open, high, low, volume" \
         in res.stdout, res.stdout
-    meta = proj.read_json("data/prepared/panel.json")
+    meta = proj.read_json("data/prepared/store.json")
     assert meta["features"] == ["open", "high", "low", "volume"]
     metrics = proj.read_json("reports/metrics.json")
     assert metrics["ridge_features"]["mase_mean"] > 0 and metrics["model"]["mase_mean"] > 0
     fc = tmp_path / "fc.csv"
-    res = proj.run(["python", "-m", "attn_forecast.forecast", "--model", "models/model.pt",
+    res = proj.run(["python", "-m", "attn_forecast.cli", "forecast", "--model", "models/model.pt",
                     "--csv", "data/external/bars.csv", "--out", str(fc)], timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     got = pd.read_csv(fc)

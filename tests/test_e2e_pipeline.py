@@ -20,8 +20,9 @@ import pytest
 import torch
 
 # Outputs that must come out byte-identical from the same params (dvc.lock covers the rest).
-DETERMINISTIC = ["reports/metrics.json", "data/raw/series.csv", "data/prepared",
-                 "models/model.pt", "reports/predictions.csv", "reports/train/history.csv"]
+DETERMINISTIC = ["reports/metrics.json", "reports/metrics_detail.json", "data/raw/series.csv",
+                 "data/prepared", "models/model.pt", "data/forecasts.npz",
+                 "reports/predictions.csv", "reports/train/history.csv"]
 STAGES = ["generate", "prepare", "baselines", "train", "evaluate", "render"]
 BASE_LR = 0.005
 
@@ -69,15 +70,17 @@ def test_repro_runs_every_stage_and_writes_outputs(built):
         assert f"Running stage '{stage}'" in out
     p = proj.path
 
-    series = pd.read_csv(p / "data/raw/series.csv")
-    assert list(series.columns) == ["t", "value", "signal"]
-    assert len(series) == 80
+    series = pd.read_csv(p / "data/raw/series.csv")  # one long table, a series of one id
+    assert list(series.columns) == ["id", "t", "value", "signal"]
+    assert len(series) == 80 and set(series["id"]) == {"sine"}
     assert series["value"].notna().all()
 
-    assert (p / "data/prepared/series.npz").is_file()
-    meta = proj.read_json("data/prepared/meta.json")
+    assert {f.name for f in (p / "data/prepared").iterdir()} == {
+        "store.json", "index.npz", "levels.npy", "signal.npy", "t.npy", "z.npy"}
+    meta = proj.read_json("data/prepared/store.json")
     params = yaml.safe_load((p / "params.yaml").read_text())["prepare"]
     assert (meta["window"], meta["horizon"]) == (params["window"], params["horizon"])
+    assert meta["n_series"] == 1
     assert all(meta["n_windows"][k] >= 1 for k in ("train", "test"))
 
     ckpt = torch.load(p / "models/model.pt", weights_only=True)
@@ -102,13 +105,23 @@ def test_repro_runs_every_stage_and_writes_outputs(built):
 
 
 def test_metrics_json_schema(built):
+    """The DVC metrics are the headline (a few scores a forecaster); every score is in the
+    detail file beside it, committed but not a DVC metric."""
     proj = _ok(built)
     metrics = proj.read_json("reports/metrics.json")
+    detail = proj.read_json("reports/metrics_detail.json")
     for name in ("model", "naive", "ridge"):
-        assert isinstance(metrics[name], dict), name
+        assert set(metrics[name]) == {"rmse", "mase", "signal_rmse"}, name
         for key in ("mse", "rmse", "mae", "r2", "signal_rmse"):
-            assert isinstance(metrics[name][key], (int, float)), (name, key)
-    assert type(metrics["n_test"]) is int
+            assert isinstance(detail[name][key], (int, float)), (name, key)
+        assert metrics[name]["rmse"] == detail[name]["rmse"]
+    assert metrics["seasonal_naive"] is None  # asked for, no season: shown as n/a
+    assert "no season" in detail["unavailable"]["seasonal_naive"]
+    assert type(metrics["n_test"]) is int and detail["n_series"] == 1
+    spec = yaml.safe_load((proj.path / "dvc.yaml").read_text())
+    declared = [list(m)[0] if isinstance(m, dict) else m
+                for st in spec["stages"].values() for m in st.get("metrics", [])]
+    assert not any("detail" in str(m) for m in declared)
     pred = pd.read_csv(proj.path / "reports/predictions.csv")
     assert metrics["n_test"] == len(pred)
     # recomputed from the committed predictions, independently of metrics.py (both files are
@@ -116,7 +129,7 @@ def test_metrics_json_schema(built):
     for name, column in (("model", "predicted"), ("naive", "naive"), ("ridge", "ridge")):
         err = pred[column].to_numpy() - pred["actual"].to_numpy()
         assert metrics[name]["rmse"] == pytest.approx(np.sqrt(np.mean(err ** 2)), rel=1e-3)
-        assert metrics[name]["mae"] == pytest.approx(np.mean(np.abs(err)), rel=1e-3)
+        assert detail[name]["mae"] == pytest.approx(np.mean(np.abs(err)), rel=1e-3)
 
 
 def test_up_to_date_after_repro(built):
@@ -193,6 +206,18 @@ def test_experiment_run_show_and_metrics_diff(built):
     assert "naive.rmse" not in changes  # the baselines do not depend on train.lr
     plain = proj.run(["dvc", "metrics", "diff"], check=True)
     assert "model.rmse" in plain.stdout
+
+    # the comparison a user makes fits a 120-column terminal as it comes
+    proj.env["COLUMNS"] = "120"
+    try:
+        table = proj.run(["dvc", "exp", "show", "--only-changed", "--no-pager"],
+                         check=True).stdout
+    finally:
+        del proj.env["COLUMNS"]
+    widths = [len(line) for line in table.splitlines()]
+    assert max(widths) <= 120, table
+    for column in ("model.rmse", "model.mase", "train.lr"):
+        assert column in table, table
 
 
 def test_queued_grid_and_plots_diff(built):

@@ -25,14 +25,14 @@ def run(project_factory):
 def test_auto_window_and_season_are_chosen_on_the_training_part(run):
     proj, res = run
     assert res.returncode == 0, res.stdout + res.stderr
-    meta = json.loads((proj.path / "data/prepared/meta.json").read_text())
+    meta = json.loads((proj.path / "data/prepared/store.json").read_text())
     assert meta["auto"]["season"]["season"] == 7                  # the weekly pattern
     # two seasons (14), raised to the minimum of 16, rounded up so that patches of 7 tile it
     assert meta["window"] == 21 and "two seasons of 7" in meta["auto"]["window"]["reason"]
     assert meta["time_features"] == ["dayofweek", "month"]
-    assert "season of the training part: 7" in res.stdout
-    m = json.loads((proj.path / "reports/metrics.json").read_text())
-    assert "seasonal_naive" in m                                  # the auto season is used
+    assert "season of the training parts: 7" in res.stdout
+    m = json.loads((proj.path / "reports/metrics_detail.json").read_text())
+    assert m["seasonal_naive"]["rmse"] > 0                        # the auto season is used
 
 
 def test_patches_label_the_attention_by_the_lags_they_cover(run):
@@ -44,8 +44,9 @@ def test_patches_label_the_attention_by_the_lags_they_cover(run):
 
 def test_forecast_with_calendar_features(run):
     proj, _ = run
-    res = proj.run(["python", "-m", "attn_forecast.forecast", "--model", "models/model.pt",
-                    "--csv", "data/external/example.csv", "--steps", "10", "--out", "fc.csv"])
+    res = proj.run(["python", "-m", "attn_forecast.cli", "forecast", "--model", "models/model.pt",
+                    "--csv", "data/external/example.csv", "--steps", "10", "--out", "fc.csv"],
+                   timeout=120)
     assert res.returncode == 0, res.stderr
     fc = pd.read_csv(proj.path / "fc.csv")
     assert fc["time"].iloc[0] == "2025-01-01" and len(fc) == 10

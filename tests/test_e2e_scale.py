@@ -55,8 +55,9 @@ def _train(proj, name: str, overrides: dict, prepared: str, timeout: float = 180
     run_dir = f"runs/{name}"
     params = _write_params(proj, f"{run_dir}/params.yaml", overrides)
     res = proj.run(["python", "stages/train.py", "--params", params, "--prepared", prepared,
-                    "--model", f"{run_dir}/model.pt", "--history", f"{run_dir}/history.csv"],
-                   timeout=timeout)
+                    "--model", f"{run_dir}/model.pt", "--history", f"{run_dir}/history.csv",
+                    "--forecasts", f"{run_dir}/fc.npz", "--attention", f"{run_dir}/att.npz",
+                    "--lags", f"{run_dir}/lags.csv"], timeout=timeout)
     return SimpleNamespace(name=name, res=res, dir=proj.path / run_dir)
 
 
@@ -73,7 +74,7 @@ def scale(project_factory):
                  _write_params(proj, "runs/prepare-val.yaml", VAL),
                  "--series", "data/raw/series.csv", "--out", "data/prepared_val"]):
         proj.run(cmd, check=True)
-    meta = proj.read_json("data/prepared/meta.json")
+    meta = proj.read_json("data/prepared/store.json")
     assert meta["n_windows"]["train"] == N_TRAIN, meta
     return proj
 
@@ -184,7 +185,9 @@ def test_bf16_autocast_reaches_the_forward_pass(scale, monkeypatch, precision, e
     try:
         stage.main(["--params", str(scale.path / params), "--prepared",
                     str(scale.path / "data/prepared"), "--model", str(run_dir / "model.pt"),
-                    "--history", str(run_dir / "history.csv")])
+                    "--history", str(run_dir / "history.csv"), "--forecasts",
+                    str(run_dir / "fc.npz"), "--attention", str(run_dir / "att.npz"), "--lags",
+                    str(run_dir / "lags.csv")])
     finally:
         torch.set_num_threads(old)
     assert (torch.bfloat16 in seen) == expect_bf16, seen
@@ -226,12 +229,12 @@ def test_minibatches_with_validation_and_patience(runs, scale):
     assert len(hist) == min(epochs, best + patience), (best, len(hist))
 
     # the checkpoint holds the best epoch's weights, not the last epoch's
-    from attn_forecast.model import load_checkpoint
+    from attn_forecast.checkpoint import load as load_checkpoint
     from attn_forecast.train import evaluate_loss, make_loss
-    from attn_forecast.windows import load_prepared
-    prep = load_prepared(scale.path / "data/prepared_val")
+    from attn_forecast.store import load
+    prep = load(scale.path / "data/prepared_val")
     assert payload["prepare"]["n_windows"]["val"] >= 1
     model, _ = load_checkpoint(run.dir / "model.pt")
-    val = evaluate_loss(model, torch.from_numpy(prep.z), torch.from_numpy(prep.split.ends("val")),
-                        prep.split.window, prep.split.horizon, make_loss("mse"))
+    val = evaluate_loss(model, torch.from_numpy(prep.z), torch.from_numpy(prep.ends("val")),
+                        prep.window, prep.horizon, make_loss("mse"))
     assert math.isclose(val, hist["val_loss"][best - 1], rel_tol=1e-5), (val, best)

@@ -18,7 +18,6 @@ import time
 from types import SimpleNamespace
 
 import pytest
-import yaml
 
 from conftest import ROOT, Project
 
@@ -134,16 +133,36 @@ def test_source_baseline_has_every_source_setting_whatever_ran_before(repo):
     _restore(proj)
 
 
-def test_only_the_csv_in_use_is_a_dependency(repo):
+def test_a_file_beside_the_csv_in_use_reruns_generate_alone(repo):
+    """generate depends on the folder of users' files (so a missing data.csv_path gets the
+    stage's own one-line error, not DVC's): a new file there reruns generate, whose output
+    is the same, so nothing after it reruns."""
     proj = repo.proj
     (proj.path / "data/external/other.csv").write_text("value\n1\n2\n")
-    status = proj.run(["dvc", "status", "--json"], check=True)
-    assert json.loads(status.stdout) == {}, status.stdout
-    in_use = yaml.safe_load((proj.path / "params.yaml").read_text())["data"]["csv_path"]
-    with open(proj.path / in_use, "a") as fh:
-        fh.write("\n")
     changed = json.loads(proj.run(["dvc", "status", "--json"], check=True).stdout)
-    assert "generate" in changed and in_use in json.dumps(changed["generate"]), changed
+    assert list(changed) == ["generate"], changed
+    res = proj.run(["dvc", "repro"], timeout=300, check=True)
+    assert "Running stage 'generate'" in res.stdout
+    assert "Running stage 'prepare'" not in res.stdout, res.stdout
+    _restore(proj)
+
+
+@pytest.mark.parametrize("path, expect", [
+    ("data/external/nope.csv", ["data.csv_path", "file not found", "nope.csv"]),
+    ("elsewhere.csv", ["data.csv_path must be inside data/external/", "elsewhere.csv"])])
+def test_a_wrong_csv_path_through_dvc_names_the_key(repo, path, expect):
+    """DVC checks a stage's deps before it runs it: with the folder as the dependency, the
+    stage itself tells what is wrong with data.csv_path."""
+    proj = repo.proj
+    if path == "elsewhere.csv":
+        (proj.path / path).write_text("value\n1\n2\n")
+    proj.update_params({"data.kind": "csv", "data.csv_path": path})
+    res = proj.run(["dvc", "repro"], timeout=300)
+    assert res.returncode != 0
+    assert "Traceback" not in res.stderr and "No such file" not in res.stderr, res.stderr
+    line = next(ln for ln in res.stderr.splitlines() if ln.startswith("error: "))
+    for text in expect:
+        assert text in line, line
     _restore(proj)
 
 

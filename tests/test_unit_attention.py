@@ -1,4 +1,5 @@
-"""Unit tests for attn_forecast.attention against hand-worked numbers and PyTorch's own layers."""
+"""Unit tests for attn_forecast.attention against hand-worked numbers and PyTorch's own layers
+(scaled_dot_product_attention, MultiheadAttention), and its dropout."""
 from __future__ import annotations
 
 import pytest
@@ -131,3 +132,21 @@ def test_projections_are_bias_free_and_square():
     for lin in (sa.W_Q, sa.W_K, sa.W_V):
         assert lin.bias is None and lin.weight.shape == (8, 8)
     assert isinstance(SelfAttention(8, n_heads=1).out, nn.Identity)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_dropout_acts_in_training_only(need_weights):
+    torch.manual_seed(2)
+    sa = SelfAttention(8, n_heads=2, dropout=0.5)
+    plain = SelfAttention(8, n_heads=2)
+    plain.load_state_dict(sa.state_dict())
+    x = torch.randn(3, 6, 8)
+    with torch.no_grad():
+        sa.eval()
+        plain.eval()
+        assert torch.allclose(sa(x, need_weights)[0], plain(x, need_weights)[0], atol=1e-6)
+        sa.train()
+        dropped, w = sa(x, need_weights)
+    assert not torch.allclose(dropped, plain(x, need_weights)[0], atol=1e-3)
+    if need_weights:  # the weights reported are the softmax itself, before dropout
+        assert torch.allclose(w, plain(x, need_weights=True)[1], atol=1e-6)

@@ -2,11 +2,13 @@
 
 Each stage is imported as a module from its file (``importlib``, so ``main`` does not run) in a
 fresh interpreter with the project's src/ on PYTHONPATH, and reports which heavy libraries
-ended up in ``sys.modules``. The data stages and render must not import torch (it costs seconds
-per stage; the baselines stage neither, so a model-only experiment pays for it only once), no
-stage imports scikit-learn at import time (the baselines stage uses it lazily, for the ridge
-baseline; StatsForecast likewise, for ETS, Theta and ARIMA), and only render imports
-matplotlib.
+ended up in ``sys.modules``. Only the train stage imports torch (it costs seconds per stage:
+the model's forecasts and attention weights are written by train, so evaluate and render
+never need it; backtest_train imports it only when the backtest is on), no stage imports
+scikit-learn at import time (the baselines stage uses it lazily, for the ridge baseline;
+StatsForecast likewise, for ETS, Theta and ARIMA), and only render imports matplotlib.
+Importing the package changes nothing in the environment: the stages pin the CPU code paths
+themselves.
 """
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ from conftest import ROOT, VENV_BIN
 
 STAGES = ["generate", "prepare", "baselines", "train", "evaluate", "backtest_train",
           "backtest_evaluate", "render"]
-# the backtest stages import torch only when the backtest is on
-NO_TORCH = {"generate", "prepare", "baselines", "render", "backtest_train", "backtest_evaluate"}
+# backtest_train imports torch only when the backtest is on
+NO_TORCH = {"generate", "prepare", "baselines", "evaluate", "render", "backtest_train",
+            "backtest_evaluate"}
 HEAVY = ["torch", "sklearn", "matplotlib", "statsforecast"]
 
 PROBE = """
@@ -85,6 +88,20 @@ def test_only_render_imports_matplotlib(stage, imported):
     assert imported[stage]["loaded"]["matplotlib"] == (stage == "render"), imported[stage]
 
 
-def test_torch_stages_do_import_torch(imported):
-    """The probe sees imports at all: the stages that train and evaluate do load torch."""
-    assert imported["train"]["loaded"]["torch"] and imported["evaluate"]["loaded"]["torch"]
+def test_the_train_stage_does_import_torch(imported):
+    """The probe sees imports at all: the stage that trains does load torch."""
+    assert imported["train"]["loaded"]["torch"]
+
+
+def test_importing_the_package_leaves_the_environment_alone():
+    code = ("import os, json; before = dict(os.environ); import attn_forecast, "
+            "attn_forecast.store, attn_forecast.evaluation; "
+            "print(json.dumps(dict(os.environ) == before))")
+    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY",
+                                                             "OPENBLAS_CORETYPE",
+                                                             "NPY_DISABLE_CPU_FEATURES")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    res = subprocess.run([str(VENV_BIN / "python"), "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) is True

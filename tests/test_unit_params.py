@@ -35,16 +35,20 @@ SOURCE = {
     "train.scheduler": "none", "train.warmup_epochs": 0, "train.grad_clip": 0.0,
     "train.patience": 0, "train.augment_noise": 0.0, "train.augment_scale": 0.0,
     "train.augment_shift": 0.0, "train.precision": "fp32", "train.compile": False,
-    "train.nproc": 1,
+    "train.nproc": 1, "train.ensemble": 1,
 }
 
 
-def test_defaults_parse_to_the_source_settings():
-    p = parse_params({})
-    assert p == Params()
-    for key, value in SOURCE.items():
-        section, name = key.split(".")
-        assert getattr(getattr(p, section), name) == value, key
+def test_the_schema_defaults_are_the_params_file_values():
+    """One set of defaults: deleting a key from params.yaml changes nothing."""
+    import yaml
+    in_file = yaml.safe_load((REPO / "params.yaml").read_text())
+    defaults = Params().model_dump()
+    assert set(in_file) == set(defaults)
+    for section, values in in_file.items():
+        assert set(values) == set(defaults[section]), section
+        for key, value in values.items():
+            assert defaults[section][key] == value, f"{section}.{key}"
 
 
 def test_source_baseline_sets_every_source_setting():
@@ -54,6 +58,8 @@ def test_source_baseline_sets_every_source_setting():
     # every key of every section, except how the run executes on this machine
     assert set(got) == {f"{sec}.{k}" for sec, vals in Params().model_dump().items()
                         for k in vals} - set(EXECUTION_KEYS)
+    parse_params({s: {k.split(".")[1]: v for k, v in got.items() if k.startswith(s + ".")}
+                  for s in Params().model_dump()})
 
 
 def test_repo_params_file_is_valid():
@@ -105,7 +111,12 @@ def test_params_error_is_user_input_error():
     ({"train": None}, ["train", "mapping"]),
     ({"data": {"kind": "csv", "csv_path": ""}}, ["data.csv_path"]),
     ({"model": {"d_model": 31}}, ["model.d_model", "even", "31"]),
-    ({"data": {"n_points": 11}}, ["data.n_points", "12", "got 11"]),
+    ({"data": {"n_points": 11}}, ["data.n_points", "62", "got 11"]),
+    ({"prepare": {"test_frac": 0.5, "cal_frac": 0.5}}, ["prepare.cal_frac", "< 1"]),
+    ({"evaluate": {"conformal": "split"}}, ["evaluate.conformal", "prepare.cal_frac",
+                                            "neither trained on nor was selected on"]),
+    ({"data": {"csv_sep": ";;"}}, ["data.csv_sep", "one character"]),
+    ({"data": {"time_gaps": "fill"}}, ["data.time_gaps", "'error'", "'allow'"]),
 ])
 def test_error_messages_are_one_line_naming_the_key(raw, parts):
     msg = _msg(raw)
@@ -166,3 +177,14 @@ def test_non_finite_numbers_rejected(tmp_path, text):
 def test_interpolate_is_refused_with_the_reason():
     msg = _msg({"data": {"missing": "interpolate"}})
     assert "'error' | 'ffill' | 'drop'" in msg and "next value" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("typed", ["\\t", "tab"])
+def test_a_tab_separator_may_be_typed_as_users_type_it(typed):
+    """-S 'data.csv_sep="\\t"' delivers a backslash and a t: it means a tab."""
+    assert parse_params({"data": {"csv_sep": typed}}).data.csv_sep == "\t"
+
+
+def test_conformal_with_a_calibration_part_is_accepted():
+    p = parse_params({"prepare": {"cal_frac": 0.1}, "evaluate": {"conformal": "split"}})
+    assert p.prepare.cal_frac == 0.1

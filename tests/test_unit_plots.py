@@ -123,7 +123,30 @@ def test_summary_markdown_has_a_row_per_forecaster():
     # the separator row right under the header
     assert lines[lines.index(header) + 1].startswith("|---|")
     # key settings listed
-    assert "window 10" in md and "lr 0.005" in md
+    assert "window 60" in md and "lr 0.005" in md
+
+
+def test_a_baseline_that_cannot_run_here_is_shown_with_its_reason():
+    metrics = {"model": _row(), "naive": _row(rmse=0.2), "seasonal_naive": None, "n_test": 9,
+               "unavailable": {"seasonal_naive": "no season (evaluate.season is 0)"}}
+    md = summary_markdown(metrics, Params())
+    assert "| seasonal_naive | n/a |" in md
+    assert "seasonal_naive is n/a: no season (evaluate.season is 0)." in md
+    assert "Not fitted" not in md
+
+
+def test_many_series_are_summarised_over_series():
+    row = {"mase_mean": 0.8, "mase_median": 0.7, "rmse_mean": 12.0, "rmse_median": 10.0,
+           "smape_mean": 9.5, "beats_naive": 0.6, "n_series": 40}
+    metrics = {"model": row, "naive": {**row, "mase_mean": 1.0}, "n_test": 400,
+               "n_series": 40, "n_dropped": 2}
+    md = summary_markdown(metrics, Params(), shown={"best": "a", "median": "b", "worst": "c"})
+    assert md.startswith("### Test metrics over 40 series (400 windows; mean MASE is the "
+                         "headline)")
+    header = next(ln for ln in md.splitlines() if ln.startswith("| forecaster"))
+    assert header.split("|")[2].strip() == "mase_mean"
+    assert "2 series too short" in md and "median series b" in md
+    assert "scaler zscore per series" in md
 
 
 def test_summary_markdown_lstm_and_csv_settings():

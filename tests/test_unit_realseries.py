@@ -1,18 +1,15 @@
-"""Unit tests of what real series need: instance normalization, patches, calendar features,
-auto season and window, mini-batches and step budgets."""
+"""Unit tests of what real series need from the model and its training: instance
+normalization (revin, last, seasonal), patches, a calendar model with patches and a highway,
+mini-batches and step budgets, and augmentation noise in units of the series' own moves."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from attn_forecast.calendar import time_features
-from attn_forecast.errors import UserInputError
 from attn_forecast.model import InstanceNorm, ModelSettings, build_model
 from attn_forecast.params import ParamsError, TrainParams, parse_params
-from attn_forecast.seasons import detect_season, window_for
-from attn_forecast.train import fit, resolve_batch
-from attn_forecast.windows import choose_auto, gather_calendar, prepare
+from attn_forecast.train import fit, move_unit, resolve_batch
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -30,21 +27,55 @@ def test_instance_norm_round_trip_is_exact(kind, affine):
     z, stats = norm.normalize(x)
     if kind == "revin" and not affine:
         assert torch.allclose(z.mean(1), torch.zeros(8, dtype=torch.float64), atol=1e-10)
+        assert torch.allclose(z.std(1, unbiased=False), torch.ones(8, dtype=torch.float64),
+                              atol=1e-6)
+    if kind == "last":
+        assert torch.equal(z[:, -1], torch.zeros(8, dtype=torch.float64))
     # the model's output in normalized units maps back to the window's own units; a window
     # that the model "predicts" as itself comes back as itself
     back = norm.denormalize(z, stats)
     assert torch.allclose(back, x, rtol=0, atol=1e-9 * 1000)
+    # quantiles (B, H, Q) go back with the same statistics as the point forecast
+    q = torch.stack([z, z + 1.0], dim=-1)
+    back_q = norm.denormalize(q, stats)
+    assert torch.allclose(back_q[..., 0], back, atol=1e-9)
+
+
+def test_seasonal_norm_adds_back_the_value_one_season_before_each_step():
+    norm = InstanceNorm("seasonal", False, season=4, horizon=3)
+    x = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 9.0]])
+    z, stats = norm.normalize(x)
+    assert torch.equal(z, x - 9.0)                      # minus the last value on the way in
+    # step h (1-based) of the forecast is x[W - 4 + h - 1]: 5, 6, 7 (one season before)
+    assert torch.equal(norm.denormalize(torch.zeros(1, 3), stats), torch.tensor([[5., 6., 7.]]))
+    assert torch.equal(norm.denormalize(torch.ones(1, 3), stats), torch.tensor([[6., 7., 8.]]))
+    # a model of zeros in normalized units is exactly seasonal naive
+    m = build_model(ModelSettings(window=8, horizon=3, d_model=8, ffn_dim=8,
+                                  instance_norm="seasonal", season=4))
+    with torch.no_grad():
+        m.head[2].weight.zero_()
+        m.head[2].bias.zero_()
+        assert torch.equal(m(x)[0], torch.tensor([[5.0, 6.0, 7.0]]))
 
 
 def test_instance_norm_lets_the_model_forecast_at_a_new_level():
-    """Shifting a window shifts the forecast by exactly as much (revin and last): what makes
-    a trend reachable."""
-    for kind in ("revin", "last"):
+    """Shifting a window shifts the forecast by exactly as much (revin, last and seasonal):
+    what makes a trend reachable; revin also scales it with the window."""
+    for kind in ("revin", "last", "seasonal"):
         torch.manual_seed(1)
-        m = build_model(ModelSettings(window=12, d_model=8, ffn_dim=8, instance_norm=kind))
+        m = build_model(ModelSettings(window=12, horizon=2, d_model=8, ffn_dim=8,
+                                      instance_norm=kind, season=6, highway=True))
         x = torch.randn(4, 12)
         with torch.no_grad():
-            assert torch.allclose(m(x + 100.0)[0], m(x)[0] + 100.0, atol=1e-3)
+            assert torch.allclose(m(x + 100.0)[0], m(x)[0] + 100.0, atol=1e-3), kind
+    torch.manual_seed(2)
+    m = build_model(ModelSettings(window=12, d_model=8, ffn_dim=8, instance_norm="revin"))
+    x = torch.randn(4, 12)
+    with torch.no_grad():
+        assert torch.allclose(m(x * 10.0)[0], m(x)[0] * 10.0, atol=1e-3)
+    plain = build_model(ModelSettings(window=12, d_model=8, ffn_dim=8))
+    with torch.no_grad():                               # without it, no such guarantee
+        assert not torch.allclose(plain(x + 100.0)[0], plain(x)[0] + 100.0, atol=1e-3)
 
 
 # ---------------------------------------------------------------- patches
@@ -56,6 +87,7 @@ def test_patches_cover_the_window(W, P, S):
         covered[first:last + 1] += 1
     assert (covered >= 1).all()                       # every step is in a patch
     assert s.token_steps()[-1][1] == W - 1            # the last patch ends at the newest step
+    assert s.n_tokens == (W - P) // S + 1
     if S == P:
         assert (covered == 1).all()                   # side by side: each step exactly once
     m = build_model(s)
@@ -64,6 +96,20 @@ def test_patches_cover_the_window(W, P, S):
     assert tok.shape == (2, s.n_tokens, P)
     for i, (first, last) in enumerate(s.token_steps()):
         assert torch.equal(tok[0, i], x[0, first:last + 1])
+    with torch.no_grad():
+        y, w = m(x[:, :W], need_weights=True)
+    assert y.shape == (2, 1) and w[0].shape == (2, 1, s.n_tokens, s.n_tokens)
+
+
+def test_a_patchs_calendar_is_its_newest_steps():
+    s = ModelSettings(window=12, patch_len=4, patch_stride=2, n_time_features=2)
+    m = build_model(s)
+    x = torch.zeros(1, 12)
+    cal_in = torch.arange(24, dtype=torch.float32).reshape(1, 12, 2)
+    tok = m.tokens(x, (cal_in, torch.zeros(1, 1, 2)))
+    assert tok.shape == (1, 5, 4 + 2)
+    for i, (_, last) in enumerate(s.token_steps()):
+        assert torch.equal(tok[0, i, 4:], cal_in[0, last])
 
 
 def test_one_step_patches_are_the_source_model():
@@ -86,48 +132,6 @@ def test_patch_params_are_checked():
     parse_params({"prepare": {"window": 60}, "model": {"patch_len": 12, "patch_stride": 6}})
 
 
-# ---------------------------------------------------------------- calendar features
-def test_calendar_features_depend_on_each_time_stamp_only():
-    t = np.array(["2024-03-01T00:00:00", "2024-03-01T06:00:00", "2024-03-02T12:00:00"],
-                 dtype=object)
-    f = time_features(t, ["hour", "dayofweek"])
-    assert f.shape == (3, 4)
-    np.testing.assert_allclose(f[0, :2], [0, 1], atol=1e-7)             # 00:00
-    np.testing.assert_allclose(f[1, :2], [1, 0], atol=1e-7)             # 06:00
-    t2 = t.copy()
-    t2[2] = "2024-03-05T18:00:00"
-    g = time_features(t2, ["hour", "dayofweek"])
-    assert np.array_equal(f[:2], g[:2]) and not np.array_equal(f[2], g[2])
-    with pytest.raises(UserInputError, match="prepare.time_features"):
-        time_features(np.arange(3.0), ["hour"])
-
-
-def test_windows_see_their_targets_calendar_and_never_their_values():
-    n = 48
-    t = np.array(pd_range(n), dtype=object)
-    levels = np.sin(np.arange(n) / 3.0)
-    prep = prepare(levels, np.full(n, np.nan), t, window=8, horizon=2, test_frac=0.25,
-                   val_frac=0.0, scaler="zscore", transform="diff", time_features=["hour"])
-    ends = prep.split.ends("test")
-    cin, cout = gather_calendar(prep.cal, ends, 8, 2)
-    full = time_features(t, ["hour"])
-    off = prep.offset
-    for k, e in enumerate(ends):
-        # model index e is level e + off: the targets' time stamps, and the inputs' own
-        assert np.array_equal(cout[k], full[e + off:e + off + 2])
-        assert np.array_equal(cin[k], full[e + off - 8:e + off])
-    # the features do not move when the values do
-    prep2 = prepare(levels * 5 + 3, np.full(n, np.nan), t, window=8, horizon=2,
-                    test_frac=0.25, val_frac=0.0, scaler="zscore", transform="diff",
-                    time_features=["hour"])
-    assert np.array_equal(prep.cal, prep2.cal)
-
-
-def pd_range(n):
-    import pandas as pd
-    return pd.date_range("2024-01-01", periods=n, freq="h").strftime("%Y-%m-%dT%H:%M:%S")
-
-
 def test_a_calendar_model_runs_with_patches_and_a_highway():
     s = ModelSettings(window=24, horizon=3, d_model=8, ffn_dim=8, patch_len=6,
                       n_time_features=4, highway=True, instance_norm="revin")
@@ -142,33 +146,25 @@ def test_a_calendar_model_runs_with_patches_and_a_highway():
         assert not torch.allclose(m(x, cal=cal)[0], m(x, cal=other)[0])
 
 
-# ---------------------------------------------------------------- seasons and windows
-def test_auto_season_and_window_use_the_training_part_only():
-    rng = np.random.default_rng(0)
-    t = np.arange(600)
-    levels = 10 + np.sin(2 * np.pi * t / 24) + 0.2 * rng.normal(size=600)
-    clean = choose_auto(levels, 0.2, 0.1, "auto")
-    poisoned = levels.copy()
-    poisoned[int(600 * 0.7):] = rng.normal(size=600 - int(600 * 0.7)) * 1e3  # val and test
-    assert choose_auto(poisoned, 0.2, 0.1, "auto") == clean
-    assert clean["season"]["season"] == 24 and clean["window"]["window"] == 48
-
-
-def test_no_season_in_a_random_walk_and_a_window_anyway():
-    rng = np.random.default_rng(5)
-    found = detect_season(np.cumsum(rng.normal(size=800)))
-    assert found["season"] == 0 and "noise band" in found["reason"]
-    assert window_for(0, 800)["window"] == 24
-    assert window_for(336, 10_000)["window"] == 512          # capped
-    assert window_for(4, 400)["window"] == 16                # at least 16
-    assert window_for(12, 40)["window"] == 20                # at most half the training part
-    assert window_for(19, 30)["window"] == 19                # but always a whole season
+def test_the_highway_adds_a_linear_forecast_of_the_window():
+    torch.manual_seed(4)
+    s = ModelSettings(window=10, horizon=2, d_model=8, ffn_dim=8, highway=True)
+    m = build_model(s).eval()
+    x = torch.randn(3, 10)
+    with torch.no_grad():
+        with_hw = m(x)[0]
+        linear = x @ m.highway.weight.T + m.highway.bias
+        m.highway.weight.zero_()
+        m.highway.bias.zero_()
+        assert torch.allclose(with_hw - m(x)[0], linear, atol=1e-5)
 
 
 # ---------------------------------------------------------------- batches and budgets
 def test_auto_batch_and_step_budget():
     assert resolve_batch("auto", 800) == 800 and resolve_batch("auto", 7000) == 256
+    assert resolve_batch("auto", 1024) == 1024 and resolve_batch("auto", 1025) == 256
     assert resolve_batch(0, 7000) == 7000 and resolve_batch(64, 10) == 10
+    assert resolve_batch(64, 7000) == 64
     z = torch.tensor(np.sin(np.arange(400) / 5.0), dtype=torch.float32)
     ends = torch.arange(10, 300)
     torch.manual_seed(0)
@@ -179,7 +175,6 @@ def test_auto_batch_and_step_budget():
 
 
 def test_noise_in_moves_follows_the_series():
-    from attn_forecast.train import move_unit
     z = torch.tensor(np.cumsum(np.full(100, 0.01)), dtype=torch.float32)  # steps of 0.01
     z[::2] += 0.005
     unit = move_unit(z, torch.arange(10, 50), 10, 1)   # the span of inputs and targets: 0..49
@@ -187,8 +182,19 @@ def test_noise_in_moves_follows_the_series():
     assert unit == pytest.approx(move_unit(z * 3, torch.arange(10, 50), 10, 1) / 3, rel=1e-6)
 
 
-def test_auto_window_is_tiled_by_the_patches():
-    got = window_for(7, 700, patch_len=7)
-    assert got["window"] == 21 and "patches tile it" in got["reason"]
-    assert window_for(48, 3200, patch_len=24)["window"] == 96
-    assert window_for(48, 3200, patch_len=16, patch_stride=8)["window"] == 96
+def test_training_with_noise_in_moves_scales_the_noise_by_the_series():
+    """The same series at 1000 times the scale, with noise in moves, trains the same model:
+    the noise follows the series (in scaled units it would swamp the small one)."""
+    base = np.sin(np.arange(200) / 4.0) + 0.01 * np.arange(200)
+    ends = torch.arange(10, 160)
+    none = torch.zeros(0, dtype=torch.int64)
+    p = TrainParams(epochs=5, lr=0.01, augment_noise=0.5, augment_units="moves", ensemble=1)
+    out = []
+    for k in (1.0, 1000.0):
+        z = torch.tensor(base * k, dtype=torch.float32)
+        torch.manual_seed(0)
+        m = build_model(ModelSettings(window=10, d_model=8, ffn_dim=8, instance_norm="revin",
+                                      revin_affine=False))
+        res = fit(m, z, ends, none, 10, 1, p, progress=False)
+        out.append(res.history[-1]["train_loss"] / k ** 2)
+    assert out[0] == pytest.approx(out[1], rel=1e-2)

@@ -20,16 +20,16 @@ CYCLES = {"minute": ("minute", 0, 60), "hour": ("hour", 0, 24),
 
 def time_features(t: np.ndarray, names: list[str]) -> np.ndarray:
     """(n, 2 * len(names)) float32: sin and cos of each feature's phase; ``t`` holds the
-    series' ISO 8601 time stamps."""
+    time stamps (datetime64, or ISO 8601 strings)."""
     if not names:
         return np.zeros((len(t), 0), dtype=np.float32)
-    if np.asarray(t).dtype.kind in "iuf":
+    t = np.asarray(t)
+    if t.dtype.kind in "iuf":
         raise UserInputError(
-            "prepare.time_features needs dates in the time column (data.csv_time_column), but "
-            "this series is indexed by step numbers; set prepare.time_features to [] or read a "
-            "CSV with a date column")
-    stamps = pd.DatetimeIndex(pd.to_datetime(pd.Series(np.asarray(t).astype(str)),
-                                             format="ISO8601"))
+            f"calendar inputs ({', '.join(names)}) need dates in the time column, but this "
+            "data is indexed by step numbers")
+    stamps = pd.DatetimeIndex(t if t.dtype.kind == "M" else
+                              pd.to_datetime(pd.Series(t.astype(str)), format="ISO8601"))
     cols = []
     for name in names:
         attr, start, cycle = CYCLES[name]

@@ -1,6 +1,6 @@
 """The ``attn-forecast`` command: ``forecast`` (the default) and ``export``.
 
-    attn-forecast forecast --model models/model.pt --csv data/external/bars.csv --steps 20
+    attn-forecast forecast --model models/model.pt --csv data/external/example.csv --steps 20
     attn-forecast export --model models/model.pt --format onnx --out model.onnx
 """
 from __future__ import annotations
@@ -18,10 +18,12 @@ def cli(argv: list[str] | None = None) -> None:
         print(__doc__.strip())
         return
     command, rest = (argv[0], argv[1:]) if argv and argv[0] in COMMANDS else ("forecast", argv)
+    from .cpu import pin
+    pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
     if command == "export":
         from .export import main
     else:
-        from .forecast import main
+        from .inference import main
     run_cli(main, rest)
 
 

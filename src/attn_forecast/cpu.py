@@ -76,3 +76,11 @@ def unpin_torch() -> None:
     needs this: its generated code trains to NaN under ``ATEN_CPU_CAPABILITY=avx2`` on an
     AVX-512 CPU (torch 2.13), so compiled runs are not pinned."""
     os.environ.pop("ATEN_CPU_CAPABILITY", None)
+
+
+def cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

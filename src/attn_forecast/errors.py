@@ -15,6 +15,14 @@ class UserInputError(ValueError):
     """Bad params, a bad input file, or a run that cannot succeed with the given settings."""
 
 
+class Diverged(UserInputError):
+    """The training loss stopped being finite (the stage names the settings to change)."""
+
+    def __init__(self, epoch: int, loss: float) -> None:
+        super().__init__(f"training diverged at epoch {epoch} (loss {loss})")
+        self.epoch, self.loss = epoch, loss
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C, with where it stopped (``interrupted at epoch 12``)."""
 

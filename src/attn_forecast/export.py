@@ -86,16 +86,16 @@ def describe(settings, meta: dict, fmt: str) -> dict:
     return {
         "format": fmt, "window": W, "horizon": H, "transform": meta["transform"],
         "scaler": meta["scaler"], "quantiles": list(settings.quantiles),
-        # a panel's model: one scaler per series (ids[k] is scaled by center[k], scale[k])
-        **({"series_scalers": meta["series"]} if meta.get("kind") == "panel" else {}),
+        # one scaler per series: ids[k] is scaled by center[k], scale[k] (and its features by
+        # feature_center[k], feature_scale[k])
+        "series_scalers": meta["series"],
         "time_features": meta.get("time_features", []),
-        **({"features": meta["features"], "feature_transforms": meta["feature_transforms"],
-            "feature_scalers": meta["feature_scalers"]} if settings.n_features else {}),
+        **({"features": meta["features"], "feature_transforms": meta["feature_transforms"]}
+           if settings.n_features else {}),
         "inputs": {n: shapes[n] for n in inputs}, "outputs": {n: shapes[n] for n in outputs},
-        "how": (("A panel's model: scaler is the series' own, from series_scalers. "
-                 if meta.get("kind") == "panel" else "")
-                + "x = (transform(levels)[-window:] - scaler.center) / scaler.scale; "
-                "y = forecast * scaler.scale + scaler.center; levels: transform none: y; "
+        "how": ("A series' scaler is its own, from series_scalers (center, scale at its id's "
+                "index). x = (transform(levels)[-window:] - center) / scale; "
+                "y = forecast * scale + center; levels: transform none: y; "
                 "diff: last level + cumsum(y); log_return: last level * exp(cumsum(y)). "
                 "transform(levels): none: levels; diff: levels[1:] - levels[:-1]; "
                 "log_return: log(levels[1:] / levels[:-1]). Calendar features: sin and cos of "
@@ -103,7 +103,7 @@ def describe(settings, meta: dict, fmt: str) -> dict:
                 "/ 31, (dayofyear - 1) / 366, (month - 1) / 12) times 2 pi, in that order."
                 + (" Features (past covariates, of the window's steps): each column's "
                    "transform (none; diff and log_return as above; log1p: log(1 + x)), then "
-                   "(f - feature_scalers.center) / feature_scalers.scale; a row the transform "
+                   "(f - feature_center) / feature_scale of the series; a row the transform "
                    "leaves undefined (a differenced column's first) is 0 after scaling."
                    if settings.n_features else "")),
     }
@@ -145,11 +145,10 @@ def main(argv: list[str] | None = None) -> None:
                     help="onnx (default) or pt2 (a torch.export program)")
     ap.add_argument("--out", required=True, help="file to write; its .json goes beside it")
     args = ap.parse_args(argv)
-    from .forecast import load_payload
-    from .model import model_from_payload
-    payload = load_payload(args.model)
+    from . import checkpoint
+    payload = checkpoint.read(args.model)
     if args.format == "onnx" and not args.out.endswith(".onnx"):
         raise UserInputError(f"--out must end in .onnx for --format onnx, got {args.out}")
-    model = model_from_payload(payload)
+    model = checkpoint.model_from(payload)
     meta_path = export(model, payload["prepare"], args.out, args.format)
     print(f"export: {model.settings.kind} model -> {args.out} and {meta_path}")

@@ -90,3 +90,18 @@ def write_csv(path: str | Path, frame: Any, digits: int | None = None) -> None:
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False, lineterminator="\n", na_rep="NaN",
                      float_format=f"%.{digits}g" if digits else None)
+
+
+def write_columns(path: str | Path, columns: dict, digits: int) -> None:
+    """A CSV of equal-length columns (numbers; None is NaN) without pandas, written as
+    :func:`write_csv` writes a DataFrame at ``digits`` significant digits."""
+    def cell(v) -> str:
+        if v is None or (isinstance(v, float) and v != v):
+            return "NaN"
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            return str(int(v))
+        return f"{float(v):.{digits}g}"
+    cols = [list(c) for c in columns.values()]
+    lines = [",".join(columns)] + [",".join(cell(c[i]) for c in cols)
+                                   for i in range(len(cols[0]) if cols else 0)]
+    write_text(path, "\n".join(lines) + "\n")

@@ -1,11 +1,13 @@
-"""Forecast metrics and the honest baselines every score is read against.
+"""Forecast metrics: per window, per series, and over series.
 
 All functions take level-space arrays (the series' own units). ``y`` and ``p`` are (N, H):
 N test windows, H steps ahead; ``last`` (N,) is the last value known before the targets.
+Scores are computed per series, then aggregated over series (for one series, its own).
 """
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -110,31 +112,105 @@ def score(y: np.ndarray, p: np.ndarray, last: np.ndarray, *, train_levels: np.nd
     return {k: (_f(v) if v is not None else None) for k, v in out.items()}
 
 
-# ---------------------------------------------------------------- baselines
-def naive_forecast(last: np.ndarray, horizon: int) -> np.ndarray:
-    """Repeat the last known value for every step ahead."""
-    return np.repeat(last[:, None], horizon, axis=1)
+# ---------------------------------------------------------------- per series, over series
+AGGREGATED = ("mase", "rmse", "mae", "smape", "signal_rmse")
+# the per-series columns of one forecaster's scores (``model_rmse``, ``model_rmse_step2``...)
+SCORES = (r"mse|rmse|mae|mape|smape|mase|r2|directional_accuracy|skill_vs_naive|signal_rmse|"
+          r"noise_floor_ratio|rmse_step\d+")
 
 
-def seasonal_naive_forecast(levels: np.ndarray, first_target: np.ndarray, horizon: int,
-                            season: int) -> np.ndarray:
-    """The value one season before each target, from the known past only:
-    step k (1-based) takes v[T + k - season * ceil(k / season)], T = last known index."""
-    last_known = first_target - 1
-    k = np.arange(1, horizon + 1)
-    back = season * np.ceil(k / season).astype(np.int64)
-    return levels[last_known[:, None] + k[None, :] - back[None, :]]
+def series_slices(sid: np.ndarray) -> list[tuple[int, slice]]:
+    """(series, rows) of each run of equal series ids in ``sid`` (windows come series by
+    series)."""
+    if not len(sid):
+        return []
+    starts = np.flatnonzero(np.r_[True, sid[1:] != sid[:-1]])
+    stops = np.r_[starts[1:], len(sid)]
+    return [(int(sid[a]), slice(int(a), int(b))) for a, b in zip(starts, stops)]
 
 
-def mean_forecast(train_levels: np.ndarray, n: int, horizon: int) -> np.ndarray:
-    return np.full((n, horizon), float(np.mean(train_levels)))
+def per_series(ids: np.ndarray, sid: np.ndarray, actual: np.ndarray, last: np.ndarray,
+               forecasts: dict[str, np.ndarray], train_levels, signal: np.ndarray | None,
+               noise_var: float | None):
+    """A DataFrame of one row per series with test windows: ``id, n_test`` and every
+    forecaster's
+    :func:`score` over that series' windows (``model_rmse``, ``naive_mase``...).
+    ``train_levels(i)``: series i's training part (MASE's scale); ``signal``: the noise-free
+    targets (N, H), if known."""
+    import pandas as pd
+    rows = []
+    for i, r in series_slices(sid):
+        y = actual[r]
+        naive = rmse(y, np.repeat(last[r][:, None], y.shape[1], axis=1))
+        row = {"id": str(ids[i]), "n_test": r.stop - r.start}
+        for name, f in forecasts.items():
+            sc = score(y, f[r], last[r], train_levels=train_levels(i),
+                       signal=None if signal is None else signal[r], noise_var=noise_var,
+                       naive_rmse=naive)
+            row.update({f"{name}_{k}": v for k, v in sc.items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
-def ridge_model(x_train: np.ndarray, y_train: np.ndarray, alpha: float):
-    """scikit-learn Ridge fitted on the same scaled windows the model sees (model space)."""
-    from sklearn.linear_model import Ridge
-    return Ridge(alpha=alpha).fit(x_train, y_train)
+def aggregate(table, names: list[str]) -> dict:
+    """Each forecaster's scores over the series: for one series, the series' own; for many,
+    the mean and median over series of :data:`AGGREGATED` (mean MASE is the headline: it is
+    scale-free, so every series counts alike), ``n_series`` (those scored) and
+    ``beats_naive`` (the share of series where its MASE is below naive's). A series a
+    forecaster could not fit is left out of its aggregates."""
+    out: dict = {}
+    for name in names:
+        cols = [c for c in table.columns if c.startswith(f"{name}_")
+                and re.fullmatch(SCORES, c[len(name) + 1:])]
+        if not cols or table[f"{name}_rmse"].isna().all():
+            out[name] = None
+            continue
+        if len(table) == 1:
+            out[name] = {c[len(name) + 1:]: _none(table[c].iloc[0]) for c in cols}
+            continue
+        m = {}
+        for metric in AGGREGATED:
+            v = table.get(f"{name}_{metric}")
+            v = v.to_numpy(dtype=float) if v is not None else np.zeros(0)
+            v = v[np.isfinite(v)]
+            m[f"{metric}_mean"] = float(np.mean(v)) if len(v) else None
+            m[f"{metric}_median"] = float(np.median(v)) if len(v) else None
+        mase_ = table[f"{name}_mase"].to_numpy(dtype=float)
+        m["n_series"] = int(np.isfinite(mase_).sum())
+        if name != "naive" and "naive_mase" in table:
+            naive = table["naive_mase"].to_numpy(dtype=float)
+            both = np.isfinite(mase_) & np.isfinite(naive)
+            m["beats_naive"] = float(np.mean(mase_[both] < naive[both])) if both.any() else None
+        out[name] = m
+    return out
 
 
-def ridge_predict(fit, x: np.ndarray) -> np.ndarray:
-    return fit.predict(x).reshape(len(x), -1)
+def _none(v):
+    return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else \
+        (float(v) if isinstance(v, (float, np.floating)) else v)
+
+
+HEADLINE_ONE = ("rmse", "mase", "signal_rmse")
+HEADLINE_MANY = ("mase_mean", "smape_mean", "owa")
+
+
+def headline(agg: dict) -> dict:
+    """The few scores `dvc exp show` compares runs by: RMSE, MASE (and the signal RMSE of
+    synthetic data) for one series; mean MASE and sMAPE over series (and OWA) for many."""
+    out = {}
+    for name, m in agg.items():
+        if not isinstance(m, dict):
+            out[name] = m
+            continue
+        keys = HEADLINE_MANY if "mase_mean" in m else HEADLINE_ONE
+        out[name] = {k: m[k] for k in keys if m.get(k) is not None}
+    return out
+
+
+def ranked(table, column: str = "model_mase") -> dict[str, int]:
+    """Row of the best, median and worst series by ``column`` (ties: the first)."""
+    v = table[column].to_numpy(dtype=float) if column in table else np.zeros(len(table))
+    order = np.argsort(np.where(np.isfinite(v), v, np.inf), kind="stable")
+    finite = int(np.isfinite(v).sum()) or len(v)
+    return {"best": int(order[0]), "median": int(order[(finite - 1) // 2]),
+            "worst": int(order[finite - 1])}

@@ -30,16 +30,13 @@ it keeps the model from doing worse than its linear part.
 """
 from __future__ import annotations
 
-import io
 import math
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 from torch import nn
 
 from .attention import SelfAttention
-from .io import atomic_path
 
 
 @dataclass(frozen=True)
@@ -55,7 +52,7 @@ class ModelSettings:
     residual: bool = False
     pooling: str = "last"
     dropout: float = 0.0
-    instance_norm: str = "none"    # none | revin | last
+    instance_norm: str = "none"    # none | revin | last | seasonal
     revin_affine: bool = True
     patch_len: int = 0             # 0: one token per step
     patch_stride: int = 0          # 0: patch_len (patches side by side)
@@ -313,30 +310,3 @@ def build_model(s: ModelSettings, members: int = 1) -> nn.Module:
 
 def n_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-def save_checkpoint(path: str | Path, model: nn.Module, extra: dict) -> None:
-    """state_dict + settings (+ the prepare metadata) as plain data; no pickled objects."""
-    payload = {"settings": model.settings.to_dict(),
-               "members": len(model.members) if isinstance(model, Ensemble) else 1,
-               "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-               **extra}
-    buf = io.BytesIO()  # a buffer names the zip's inner folder "archive", not the temp file
-    torch.save(payload, buf)
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(buf.getvalue())
-
-
-def load_checkpoint(path: str | Path, device: str | torch.device = "cpu"
-                    ) -> tuple[nn.Module, dict]:
-    payload = torch.load(path, map_location=device, weights_only=True)
-    return model_from_payload(payload, device), payload
-
-
-def model_from_payload(payload: dict, device: str | torch.device = "cpu") -> nn.Module:
-    """The model a loaded checkpoint describes, with its weights, in eval mode."""
-    settings = dict(payload["settings"])
-    settings["quantiles"] = tuple(settings.get("quantiles", ()))
-    model = build_model(ModelSettings(**settings), payload.get("members", 1))
-    model.load_state_dict(payload["state_dict"])
-    return model.to(device).eval()

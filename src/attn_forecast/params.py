@@ -1,5 +1,6 @@
 """Typed, validated view of ``params.yaml``: one pydantic model per section.
 
+The schema's defaults are ``params.yaml``'s values (one set; a test compares them).
 Every stage validates the whole file when it starts, so a typo anywhere is caught before any
 work is done. A bad value raises :class:`ParamsError` with one line naming the key, the value
 and what is allowed, e.g. ``params.yaml: prepare.window must be an integer >= 1, got 0``.
@@ -52,64 +53,55 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _sep(v: Any) -> Any:
+    # what users type for a tab: a backslash and t (as -S 'data.csv_sep="\\t"' delivers it)
+    return "\t" if v in ("\\t", "tab", "TAB") else v
+
+
 class DataParams(_Section):
     kind: Literal["sine", "seasonal", "random_walk", "csv", "panel"] = "sine"
-    n_points: Int = Field(300, ge=2)
-    # panel: many related synthetic series (data/panel.py), lengths drawn from
-    # [panel_min_points, n_points] (0 = all n_points)
-    n_series: Int = Field(50, ge=1)
-    panel_min_points: Int = Field(0, ge=0)
+    n_points: Int = Field(300, ge=2)          # points (panel: per series, at most)
+    n_series: Int = Field(50, ge=1)           # panel: related series, each on its own scale
+    panel_min_points: Int = Field(0, ge=0)    # panel: lengths from [this, n_points]; 0 = all
     noise_std: Float = Field(0.15, ge=0)
     seed: Int = Field(42, ge=0)
-    # seasonal: trend per step and two seasonal periods (in steps) with their amplitudes
-    trend: Float = 0.002
+    trend: Float = 0.002                      # seasonal: trend per step, two periods
     period1: Float = Field(50.0, gt=0)
     amplitude1: Float = 1.0
     period2: Float = Field(12.0, gt=0)
     amplitude2: Float = 0.5
-    # random_walk: geometric Brownian motion, drift and volatility per step
-    start_price: Float = Field(100.0, gt=0)
+    start_price: Float = Field(100.0, gt=0)   # random_walk: geometric Brownian motion
     drift: Float = 0.0002
     volatility: Float = Field(0.01, ge=0)
-    # csv: a user's own series
-    csv_path: str = "data/external/example.csv"  # a DVC dependency of generate, so a file
+    csv_path: str = "data/external/example.csv"
     csv_column: str = "value"
     csv_time_column: str = ""
     csv_time_format: str = Field("auto", min_length=1)  # auto, or strftime like %d/%m/%Y
-    csv_sep: str = Field(",", min_length=1)
+    csv_sep: Annotated[str, BeforeValidator(_sep), Field(min_length=1)] = ","
     csv_decimal: str = Field(".", min_length=1, max_length=1)
     csv_thousands: str = Field("", max_length=1)  # '' = none
-    missing: Literal["error", "ffill", "drop"] = "error"  # ffill: carry the last value forward
-    # past covariates read beside csv_column (e.g. [open, high, low, volume]): model inputs of
-    # the input steps only, never of the target times; each z-scored on the training part
+    missing: Literal["error", "ffill", "drop"] = "error"
+    # past covariates beside csv_column: model inputs of the input steps only
     csv_feature_columns: list[str] = Field(default_factory=list)
-    # a long-format panel (id, time, value): the column naming each row's series ('' = one
-    # series)
-    csv_id_column: str = ""
-
-    @property
-    def is_panel(self) -> bool:
-        return self.kind == "panel" or (self.kind == "csv" and bool(self.csv_id_column))
+    csv_id_column: str = ""                   # a long-format file's id column ('' = one series)
+    time_gaps: Literal["error", "allow"] = "error"  # a time column must be regular, or allow
 
 
 TIME_FEATURES = ("minute", "hour", "dayofweek", "dayofmonth", "dayofyear", "month")
 TimeFeature = Literal["minute", "hour", "dayofweek", "dayofmonth", "dayofyear", "month"]
-
-
-FEATURE_TRANSFORMS = ("none", "diff", "log_return", "log1p")
 FeatureTransform = Literal["none", "diff", "log_return", "log1p"]
 
 
 class PrepareParams(_Section):
-    window: AutoOrInt = 10              # input steps; auto: from the training part's season
+    window: AutoOrInt = 60              # input steps; auto: from the training parts' season
     horizon: Int = Field(1, ge=1)
     test_frac: Float = Field(0.2, gt=0, lt=1)
-    val_frac: Float = Field(0.0, ge=0, lt=1)
-    scaler: Literal["zscore", "minmax", "none"] = "none"  # the source trains on raw values
+    val_frac: Float = Field(0.0, ge=0, lt=1)   # validation (early stopping, best epoch)
+    cal_frac: Float = Field(0.0, ge=0, lt=1)   # calibration (conformal intervals)
+    scaler: Literal["zscore", "minmax", "none"] = "zscore"
     transform: Literal["none", "diff", "log_return"] = "none"
     time_features: list[TimeFeature] = Field(default_factory=list)  # calendar inputs
-    # one per data.csv_feature_columns entry ([] = none for all): none | diff | log_return |
-    # log1p (prices: log_return for open, high, low; log1p for volume)
+    # one per data.csv_feature_columns entry ([] = none for all)
     feature_transforms: list[FeatureTransform] = Field(default_factory=list)
 
 
@@ -121,15 +113,14 @@ class ModelParams(_Section):
     n_layers: Int = Field(1, ge=1)
     positional: Literal["sinusoidal", "learned", "none"] = "sinusoidal"
     residual: Bool = False
-    pooling: Literal["last", "mean"] = "last"
+    pooling: Literal["last", "mean"] = "mean"
     dropout: Float = Field(0.0, ge=0, lt=1)
     # per-window, reversible; seasonal: the change from seasonal naive (without a season: last)
     instance_norm: Literal["none", "revin", "last", "seasonal"] = "none"
-    revin_affine: Bool = True           # revin: learned scale and shift
+    revin_affine: Bool = True
     patch_len: Int = Field(0, ge=0)     # steps per token (PatchTST); 0 = one token per step
     patch_stride: Int = Field(0, ge=0)  # steps between tokens; 0 = patch_len
     highway: Bool = False               # + a linear forecast from the window (LSTNet)
-    # quantile levels the head forecasts (pinball loss, non-crossing); [] = a point forecast
     quantiles: list[Annotated[Float, Field(gt=0, lt=1)]] = Field(default_factory=list)
 
 
@@ -137,8 +128,7 @@ class TrainParams(_Section):
     seed: Int = Field(42, ge=0)
     epochs: Int = Field(300, ge=1)
     lr: Float = Field(0.005, gt=0)
-    batch_size: AutoOrZero = 0         # windows per step; 0 = full batch; auto: full up to
-    #                                    1,024 windows, 256 beyond (train.resolve_batch)
+    batch_size: AutoOrZero = "auto"    # 0 = full batch; auto: full up to 1,024 windows, else 256
     max_steps: Int = Field(0, ge=0)    # stop after this many optimizer steps (0 = epochs only)
     optimizer: Literal["adam", "adamw"] = "adam"
     weight_decay: Float = Field(0.0, ge=0)
@@ -149,9 +139,7 @@ class TrainParams(_Section):
     warmup_epochs: Int = Field(0, ge=0)
     grad_clip: Float = Field(0.0, ge=0)
     patience: Int = Field(0, ge=0)
-    augment_noise: Float = Field(0.0, ge=0)
-    # units of augment_noise and augment_shift: scaled (the scaled series) or moves (the std of
-    # the training part's one-step changes, so a setting means the same on any series)
+    augment_noise: Float = Field(0.3, ge=0)
     augment_units: Literal["scaled", "moves"] = "scaled"
     augment_scale: Float = Field(0.0, ge=0, lt=1)
     augment_shift: Float = Field(0.0, ge=0)
@@ -159,9 +147,8 @@ class TrainParams(_Section):
     precision: Literal["fp32", "bf16"] = "fp32"
     compile: Bool = False
     nproc: Int = Field(1, ge=1)
-    # torch intra-op threads in every stage that runs torch: auto (by the job's size) or N
-    threads: AutoOrInt = "auto"
-    ensemble: Int = Field(1, ge=1)     # models with seeds seed .. seed + N - 1, mean forecast
+    threads: AutoOrInt = "auto"        # torch threads per process: auto (by the job) or N
+    ensemble: Int = Field(3, ge=1)     # models with seeds seed .. seed + N - 1, mean forecast
     live: Bool = False                 # log every epoch through DVCLive into dvclive/
 
 
@@ -171,16 +158,14 @@ Baseline = Literal["naive", "seasonal_naive", "mean", "ridge", "ets", "theta", "
 
 class EvaluateParams(_Section):
     ridge_alpha: Float = Field(1.0, ge=0)
-    season: AutoOrZero = 0               # steps; 0 = none; auto: from the training part
-    # seasonal_naive runs when season > 0; ets, theta and arima come from StatsForecast
+    season: AutoOrZero = 0               # steps; 0 = none; auto: from the training parts
     baselines: list[Baseline] = Field(
         default_factory=lambda: ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta"])
-    # split: calibrate the intervals on the validation part (or the last training windows)
-    conformal: Literal["none", "split"] = "none"
+    conformal: Literal["none", "split"] = "none"  # split: calibrate on the calibration part
 
 
 class BacktestParams(_Section):
-    folds: Int = Field(0, ge=0)        # rolling origins; 0 = off (the single split only)
+    folds: Int = Field(0, ge=0)        # rolling origins inside the test part; 0 = off
     fold_size: Int = Field(0, ge=0)    # test targets per fold; 0 = the test part shared evenly
     train_size: Int = Field(0, ge=0)   # 0 = expanding training part; N = the last N targets
     gap: Int = Field(0, ge=0)          # targets between the training part and the fold's
@@ -264,18 +249,22 @@ def _one_line(err: ValidationError) -> str:
 
 def _check_combinations(p: Params) -> None:
     """Rules that span keys; sizes of the data are checked where the data is known."""
-    if p.prepare.test_frac + p.prepare.val_frac >= 1:
-        raise ParamsError(
-            "params.yaml: prepare.test_frac + prepare.val_frac must be < 1, got "
-            f"{p.prepare.test_frac} + {p.prepare.val_frac}")
-    if p.model.kind == "attention" and p.model.d_model % p.model.n_heads:
-        raise ParamsError(
-            f"params.yaml: model.d_model ({p.model.d_model}) must be divisible by "
-            f"model.n_heads ({p.model.n_heads})")
-    if p.train.patience and p.prepare.val_frac == 0:
+    pp, m, d = p.prepare, p.model, p.data
+    if pp.test_frac + pp.val_frac + pp.cal_frac >= 1:
+        raise ParamsError("params.yaml: prepare.test_frac + prepare.val_frac + prepare.cal_frac "
+                          f"must be < 1, got {pp.test_frac} + {pp.val_frac} + {pp.cal_frac}")
+    if m.kind == "attention" and m.d_model % m.n_heads:
+        raise ParamsError(f"params.yaml: model.d_model ({m.d_model}) must be divisible by "
+                          f"model.n_heads ({m.n_heads})")
+    if p.train.patience and pp.val_frac == 0:
         raise ParamsError("params.yaml: train.patience needs a validation part: set "
-                          f"prepare.val_frac > 0 (got {p.prepare.val_frac}) or train.patience 0")
-    q = p.model.quantiles
+                          f"prepare.val_frac > 0 (got {pp.val_frac}) or train.patience 0")
+    if p.evaluate.conformal == "split" and pp.cal_frac == 0:
+        raise ParamsError(
+            "params.yaml: evaluate.conformal split calibrates on windows the model neither "
+            "trained on nor was selected on: set prepare.cal_frac > 0 (e.g. 0.1) or "
+            "evaluate.conformal none")
+    q = m.quantiles
     if q and (sorted(set(q)) != list(q) or 0.5 not in q or len(q) < 2):
         raise ParamsError(
             "params.yaml: model.quantiles must be increasing, hold 0.5 (the point forecast) "
@@ -283,38 +272,42 @@ def _check_combinations(p: Params) -> None:
     dup = sorted({b for b in p.evaluate.baselines if p.evaluate.baselines.count(b) > 1})
     if dup:
         raise ParamsError(f"params.yaml: evaluate.baselines lists {', '.join(dup)} twice")
-    d = p.data
     if d.csv_decimal == d.csv_thousands or d.csv_decimal == d.csv_sep:
         raise ParamsError(
             f"params.yaml: data.csv_decimal ({d.csv_decimal!r}) must differ from "
             f"data.csv_sep ({d.csv_sep!r}) and data.csv_thousands ({d.csv_thousands!r})")
+    if len(d.csv_sep) > 1:
+        raise ParamsError(f"params.yaml: data.csv_sep must be one character (a tab: '\\t'), "
+                          f"got {d.csv_sep!r}")
     if d.csv_time_format != "auto" and "%" not in d.csv_time_format:
         raise ParamsError("params.yaml: data.csv_time_format must be auto or a strftime "
                           f"format such as '%d/%m/%Y', got {d.csv_time_format!r}")
-    feats, tf = d.csv_feature_columns, p.prepare.feature_transforms
+    feats, tf = d.csv_feature_columns, pp.feature_transforms
     if feats and d.kind != "csv":
         raise ParamsError("params.yaml: data.csv_feature_columns needs data.kind csv, got "
                           f"{d.kind!r}; set data.csv_feature_columns to []")
-    clash = [c for c in feats if feats.count(c) > 1 or c in (d.csv_column, d.csv_time_column)
-             or not c.strip()]
+    named = (d.csv_column, d.csv_time_column, d.csv_id_column)
+    clash = [c for c in feats if feats.count(c) > 1 or c in named or not c.strip()]
     if clash:
         raise ParamsError(
             f"params.yaml: data.csv_feature_columns must name distinct columns other than "
-            f"data.csv_column and data.csv_time_column, got {clash[0]!r} in {feats}")
+            f"data.csv_column, data.csv_time_column and data.csv_id_column, got "
+            f"{clash[0]!r} in {feats}")
+    if d.csv_id_column and d.csv_id_column in (d.csv_column, d.csv_time_column):
+        raise ParamsError("params.yaml: data.csv_id_column must differ from data.csv_column and "
+                          f"data.csv_time_column, got {d.csv_id_column!r}")
     if tf and len(tf) != len(feats):
         raise ParamsError(
             f"params.yaml: prepare.feature_transforms must be [] or hold one transform per "
             f"data.csv_feature_columns entry ({len(feats)}), got {len(tf)}: {tf}")
-    if feats and p.model.kind == "attention" and p.model.patch_len > 1:
+    if feats and m.kind == "attention" and m.patch_len > 1:
         raise ParamsError("params.yaml: data.csv_feature_columns works with one token per step "
-                          "(model.patch_len 0 or 1), got model.patch_len "
-                          f"{p.model.patch_len}")
-    if p.data.kind == "csv" and not p.data.csv_path:
+                          f"(model.patch_len 0 or 1), got model.patch_len {m.patch_len}")
+    if d.kind == "csv" and not d.csv_path:
         raise ParamsError("params.yaml: data.csv_path must name a CSV file when data.kind is csv")
-    if p.model.positional == "sinusoidal" and p.model.kind == "attention" and p.model.d_model % 2:
+    if m.positional == "sinusoidal" and m.kind == "attention" and m.d_model % 2:
         raise ParamsError("params.yaml: model.d_model must be even with sinusoidal positions, "
-                          f"got {p.model.d_model}")
-    m = p.model
+                          f"got {m.d_model}")
     if m.patch_len and m.kind != "attention":
         raise ParamsError("params.yaml: model.patch_len needs model.kind attention, got "
                           f"{m.kind!r}; set model.patch_len 0")
@@ -323,35 +316,14 @@ def _check_combinations(p: Params) -> None:
     if m.patch_len and m.patch_stride > m.patch_len:
         raise ParamsError(f"params.yaml: model.patch_stride ({m.patch_stride}) must be <= "
                           f"model.patch_len ({m.patch_len}), or steps between patches are lost")
-    if p.prepare.window != "auto":
-        check_patches(p.prepare.window, m.patch_len, m.patch_stride)
-    if d.is_panel:
-        _check_panel(p)
-    if p.data.kind in ("sine", "seasonal", "random_walk", "panel") and \
-            p.prepare.window != "auto":
-        min_points = p.prepare.window + p.prepare.horizon + 1
-        if p.data.n_points < min_points:
+    if pp.window != "auto":
+        check_patches(pp.window, m.patch_len, m.patch_stride)
+    if d.kind in ("sine", "seasonal", "random_walk", "panel") and pp.window != "auto":
+        min_points = pp.window + pp.horizon + 1
+        if d.n_points < min_points:
             raise ParamsError(
                 f"params.yaml: data.n_points must be >= {min_points} for window "
-                f"{p.prepare.window} + horizon {p.prepare.horizon}, got {p.data.n_points}")
-
-
-def _check_panel(p: Params) -> None:
-    """Settings a panel does not take (yet), each named with the value that works."""
-    d = p.data
-    if d.kind == "csv" and (d.csv_id_column in (d.csv_column, d.csv_time_column)):
-        raise ParamsError("params.yaml: data.csv_id_column must differ from data.csv_column and "
-                          f"data.csv_time_column, got {d.csv_id_column!r}")
-    unsupported = [
-        ("model.quantiles", bool(p.model.quantiles), "[]"),
-        ("evaluate.conformal", p.evaluate.conformal != "none", "none"),
-        ("backtest.folds", p.backtest.folds > 0, "0"),
-    ]
-    for key, bad, fix in unsupported:
-        if bad:
-            what = "data.kind panel" if d.kind == "panel" else "data.csv_id_column"
-            raise ParamsError(f"params.yaml: {key} is not available for a panel ({what}) yet; "
-                              f"set it to {fix}")
+                f"{pp.window} + horizon {pp.horizon}, got {d.n_points}")
 
 
 def check_patches(window: int, patch_len: int, patch_stride: int) -> None:
@@ -396,17 +368,19 @@ def load_params(path: str | Path = "params.yaml") -> Params:
 
 
 # ---------------------------------------------------------------- the worked example
+# The lecture's worked example, where it differs from the defaults (params.yaml's values).
+SOURCE = {"prepare.window": 10, "prepare.scaler": "none", "model.pooling": "last",
+          "train.batch_size": 0, "train.augment_noise": 0.0, "train.ensemble": 1}
 # Keys that say how a run executes on this machine, not what it computes.
 EXECUTION_KEYS = ("train.threads", "backtest.jobs")
 
 
 def source_settings() -> dict[str, Any]:
-    """The lecture's worked example as ``section.key -> value`` for every key: the typed
-    defaults above are the source's settings (data, windows, model, training), so a run with
+    """The lecture's worked example as ``section.key -> value`` for every key, so a run with
     all of them is the worked example whatever ``params.yaml`` holds."""
-    return {f"{section}.{key}": value
-            for section, values in Params().model_dump().items()
-            for key, value in values.items() if f"{section}.{key}" not in EXECUTION_KEYS}
+    out = {f"{section}.{key}": value for section, values in Params().model_dump().items()
+           for key, value in values.items() if f"{section}.{key}" not in EXECUTION_KEYS}
+    return {**out, **SOURCE}
 
 
 def dvc_set_args(settings: dict[str, Any]) -> list[str]:
@@ -415,7 +389,8 @@ def dvc_set_args(settings: dict[str, Any]) -> list[str]:
     for key, value in settings.items():
         text = json.dumps(value, separators=(",", ":")) if isinstance(value, list) else \
             yaml.safe_dump(value, default_flow_style=True).splitlines()[0]
-        assert not any(c.isspace() for c in text), (key, text)  # one shell word each
+        if any(c.isspace() for c in text):
+            raise ValueError(f"{key}: {text!r} is not one shell word")
         out += ["-S", f"{key}={text}"]
     return out
 

@@ -24,7 +24,7 @@ STYLE = {
 COLORS = {"actual": "#333333", "model": "#d62728", "naive": "#1f77b4", "ridge": "#2ca02c",
           "seasonal_naive": "#9467bd", "mean": "#8c564b", "ets": "#e377c2", "theta": "#17becf",
           "arima": "#bcbd22", "ensemble": "#ff7f0e",
-          "train": "#1f77b4", "val": "#ff7f0e", "test": "#2ca02c"}
+          "train": "#1f77b4", "val": "#ff7f0e", "cal": "#9467bd", "test": "#2ca02c"}
 SPARE = ["#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896"]
 
 
@@ -53,7 +53,7 @@ def _clip_outliers(ax, curves: dict[str, np.ndarray], keep: tuple[str, ...] = ("
     ref = float(np.median(list(peaks.values())))
     off = [k for k, v in peaks.items() if k not in keep and ref > 0 and v > 4 * ref]
     if off:
-        inside = [np.asarray(v) for k, v in curves.items() if k not in off]
+        inside = [np.asarray(v) for k, v in curves.items() if k not in off and np.size(v)]
         lo = min(float(np.nanmin(v)) for v in inside)
         hi = max(float(np.nanmax(v)) for v in inside)
         pad = 0.08 * (hi - lo or 1.0)

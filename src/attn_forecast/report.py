@@ -1,11 +1,34 @@
-"""The Markdown summary: the model against every baseline (single split and backtest), the
-significance of each difference in one sentence, and the key params."""
+"""The Markdown summary: every forecaster's scores (one series: its own; many: over series),
+the significance of each difference in one sentence, intervals, the backtest, and the key
+params."""
 from __future__ import annotations
 
 from .params import Params
 from .significance import sentence
 
-META_KEYS = ("n_test", "significance", "model_seeds", "n_folds")
+META_KEYS = ("n_test", "n_series", "n_dropped", "significance", "model_seeds", "n_folds",
+             "unavailable")
+ONE = ("rmse", "mae", "mase", "r2", "directional_accuracy", "skill_vs_naive", "signal_rmse")
+MANY = ("mase_mean", "mase_median", "rmse_mean", "rmse_median", "smape_mean", "beats_naive")
+
+
+def _cell(v) -> str:
+    return "n/a" if v is None else f"{v:.4g}"
+
+
+def forecasters(metrics: dict) -> list[str]:
+    """The model and the baselines of a metrics file, in its order (None: not fitted)."""
+    return [k for k, v in metrics.items() if k not in META_KEYS and (v is None or
+                                                                      isinstance(v, dict))]
+
+
+def _table(metrics: dict, names: list[str], cols: tuple) -> list[str]:
+    lines = ["| forecaster | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
+    for name in names:
+        row = metrics[name] or {}
+        label = f"**{name}**" if name == "model" else name
+        lines.append(f"| {label} | " + " | ".join(_cell(row.get(c)) for c in cols) + " |")
+    return lines
 
 
 def _intervals(metrics: dict, names: list[str]) -> list[str]:
@@ -19,10 +42,7 @@ def _intervals(metrics: dict, names: list[str]) -> list[str]:
     cols += ["pinball", "crps"] + (["quantile_rmse"] if "quantile_rmse" in metrics[rows[0]]
                                    else [])
     out = ["", "Intervals and quantiles (coverage: the share of targets inside the interval):",
-           "", "| forecaster | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
-    for n in rows:
-        label = f"**{n}**" if n == "model" else n
-        out.append(f"| {label} | " + " | ".join(_cell(metrics[n].get(c)) for c in cols) + " |")
+           ""] + _table(metrics, rows, tuple(cols))
     ideal = [f"{k.split('_')[-1]} %: {_cell(v)}" for k, v in metrics.items()
              if k.startswith("ideal_coverage_")]
     if ideal:
@@ -30,32 +50,19 @@ def _intervals(metrics: dict, names: list[str]) -> list[str]:
                 "covers " + ", ".join(ideal) + " of these targets."]
     return out
 
-COLUMNS = ("rmse", "mae", "mase", "r2", "directional_accuracy", "skill_vs_naive", "signal_rmse")
-
-
-def _cell(v) -> str:
-    return "n/a" if v is None else f"{v:.4g}"
-
-
-def forecasters(metrics: dict) -> list[str]:
-    """The model and the baselines of a metrics file, in its order (None: not fitted)."""
-    return [k for k, v in metrics.items() if k not in META_KEYS and (v is None or
-                                                                      isinstance(v, dict))]
-
 
 def _significance(sig: dict) -> list[str]:
     return [f"- {sentence(name, res)}" for name, res in sig.items()]
 
 
 def backtest_markdown(bt: dict) -> list[str]:
-    """The backtest's table (mean and spread over folds) and its pooled tests."""
-    cols = ("rmse_mean", "rmse_std", "mae_mean", "mase_mean")
-    lines = ["", f"### Rolling-origin backtest ({bt['n_folds']} folds)", "",
-             "| forecaster | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
-    for name in forecasters(bt):
-        row = bt[name] or {}
-        label = f"**{name}**" if name == "model" else name
-        lines.append(f"| {label} | " + " | ".join(_cell(row.get(c)) for c in cols) + " |")
+    """The backtest's table (means and spread over folds) and its pooled tests."""
+    names = forecasters(bt)
+    keys = next((list(bt[n]) for n in names if bt[n]), [])
+    cols = tuple(k for k in keys if k.endswith(("_mean", "_std")) and
+                 not k.startswith(("coverage_", "width_", "winkler_", "pinball", "crps")))
+    lines = ["", f"### Rolling-origin backtest ({bt['n_folds']} folds)", ""]
+    lines += _table(bt, names, cols)
     if bt.get("significance"):
         lines += ["", "The model against each baseline, over the windows of every fold "
                   "(Diebold-Mariano, HLN-corrected, squared error):", ""]
@@ -63,9 +70,16 @@ def backtest_markdown(bt: dict) -> list[str]:
     return lines
 
 
-def _model_rows(p: Params) -> list[tuple[str, str]]:
-    """The summary's model and training settings."""
-    m, t = p.model, p.train
+def _settings(p: Params, metrics: dict) -> list[tuple[str, str]]:
+    d, pp, m, t = p.data, p.prepare, p.model, p.train
+    if d.kind == "csv":
+        data = f"{d.csv_path}:{d.csv_column}" + (f" by {d.csv_id_column}" if d.csv_id_column
+                                                 else "")
+    elif d.kind == "panel":
+        data = f"panel, {d.n_series} series of up to {d.n_points} points"
+    else:
+        data = f"{d.kind}, {d.n_points} points"
+    per = " per series" if metrics.get("n_series", 1) > 1 else ""
     model = (f"{m.kind}, d_model {m.d_model}, ffn {m.ffn_dim}, layers {m.n_layers}"
              + (f", heads {m.n_heads}, {m.positional} positions, pooling {m.pooling}"
                 f"{', residual' if m.residual else ''}" if m.kind == "attention" else "")
@@ -73,91 +87,59 @@ def _model_rows(p: Params) -> list[tuple[str, str]]:
              + (f", instance norm {m.instance_norm}" if m.instance_norm != "none" else "")
              + (f", patches of {m.patch_len} every {m.patch_stride or m.patch_len}"
                 if m.patch_len else ""))
-    return [("model", model),
+    return [("data", data),
+            ("windows", f"window {pp.window}, horizon {pp.horizon}, scaler {pp.scaler}{per}, "
+                        f"transform {pp.transform}, test {pp.test_frac}, val {pp.val_frac}"
+                        + (f", cal {pp.cal_frac}" if pp.cal_frac else "")),
+            ("model", model),
             ("training", f"{t.optimizer} lr {t.lr}, {t.epochs} epochs, batch "
                          f"{t.batch_size or 'full'}, loss {t.loss}, scheduler {t.scheduler}, "
                          f"seed {t.seed}")]
 
 
-def summary_markdown(metrics: dict, p: Params, backtest: dict | None = None) -> str:
+def summary_markdown(metrics: dict, p: Params, backtest: dict | None = None,
+                     shown: dict[str, str] | None = None) -> str:
+    """``shown``: which series the figures show (best, median, worst), for many series."""
     names = forecasters(metrics)
-    lines = [
-        "| forecaster | " + " | ".join(COLUMNS) + " |",
-        "|---|" + "---:|" * len(COLUMNS),
-    ]
-    for name in names:
-        row = metrics[name]
-        label = f"**{name}**" if name == "model" else name
-        if row is None:
-            lines.append(f"| {label} | " + " | ".join("n/a" for _ in COLUMNS) + " |")
-            continue
-        lines.append(f"| {label} | " + " | ".join(_cell(row.get(c)) for c in COLUMNS) + " |")
-    m = p.model
-    params = [
-        ("data", f"{p.data.kind}" + (f", {p.data.n_points} points" if p.data.kind != "csv"
-                                     else f", {p.data.csv_path}:{p.data.csv_column}")),
-        ("windows", f"window {p.prepare.window}, horizon {p.prepare.horizon}, "
-                    f"scaler {p.prepare.scaler}, transform {p.prepare.transform}, "
-                    f"test {p.prepare.test_frac}, val {p.prepare.val_frac}"),
-        *_model_rows(p),
-    ]
+    many = metrics.get("n_series", 1) > 1
+    title = (f"### Test metrics over {metrics['n_series']} series ({metrics['n_test']} windows;"
+             " mean MASE is the headline)" if many else
+             f"### Test metrics ({metrics['n_test']} windows, original units)")
     notes = [""]
-    if "naive" in names:
+    if many:
+        notes.append("MASE: each series' mean absolute error over its own in-sample naive "
+                     "error; beats_naive: the share of series where a forecaster's MASE is "
+                     "below naive's.")
+    elif "naive" in names:
         notes.append("naive's directional_accuracy is n/a: it never predicts a move.")
-    failed = [n for n in names if metrics[n] is None]
+    for name, why in (metrics.get("unavailable") or {}).items():
+        notes.append(f"{name} is n/a: {why}.")
+    failed = [n for n in names if metrics[n] is None and n not in
+              (metrics.get("unavailable") or {})]
     if failed:
         notes.append(f"Not fitted (too short or constant): {', '.join(failed)}.")
-    if m.kind != "attention":
-        notes.append(f"No attention: an {m.kind} model has no attention weights to show.")
+    if metrics.get("n_dropped"):
+        notes.append(f"{metrics['n_dropped']} series too short for a window in every part were "
+                     "left out.")
+    if p.model.kind != "attention":
+        notes.append(f"No attention: an {p.model.kind} model has no attention weights to show.")
     seeds = metrics.get("model_seeds")
     if seeds:
-        notes.append(f"The model is the mean of {len(seeds['rmse'])} seeds; their single RMSEs: "
-                     f"{_cell(seeds['rmse_mean'])} +- {_cell(seeds['rmse_std'])}.")
+        key = next(k for k in seeds if not k.endswith(("_mean", "_std")))
+        notes.append(f"The model is the mean of {len(seeds[key])} seeds; their single "
+                     f"{key.upper() if key == 'rmse' else key}s: {_cell(seeds[key + '_mean'])} "
+                     f"+- {_cell(seeds[key + '_std'])}.")
     notes += _intervals(metrics, names)
     if metrics.get("significance"):
-        notes += ["", "The model against each baseline on these windows (Diebold-Mariano, "
-                  "HLN-corrected, squared error):", ""] + _significance(metrics["significance"])
+        pooled = " (pooled over series, in units of each series' naive error)" if many else ""
+        notes += ["", f"The model against each baseline on these windows{pooled} "
+                  "(Diebold-Mariano, HLN-corrected, squared error):", ""]
+        notes += _significance(metrics["significance"])
     if backtest and backtest.get("n_folds"):
         notes += backtest_markdown(backtest)
-    return "\n".join(
-        [f"### Test metrics ({metrics['n_test']} windows, original units)", ""] + lines
-        + notes + ["", "| setting | value |", "|---|---|"]
-        + [f"| {k} | {v} |" for k, v in params] + [""])
-
-
-PANEL_COLUMNS = ("mase_mean", "mase_median", "rmse_mean", "rmse_median", "smape_mean",
-                 "beats_naive")
-
-
-def panel_summary(metrics: dict, p: Params, ranked: dict[str, str]) -> str:
-    """A panel's summary: each forecaster's scores over series (mean MASE first, the
-    headline), and which series the figures show."""
-    names = forecasters(metrics)
-    lines = [f"### Test metrics over {metrics['n_series']} series ({metrics['n_test']} "
-             "windows; mean MASE is the headline)", "",
-             "| forecaster | " + " | ".join(PANEL_COLUMNS) + " |",
-             "|---|" + "---:|" * len(PANEL_COLUMNS)]
-    for name in names:
-        row = metrics[name] or {}
-        label = f"**{name}**" if name == "model" else name
-        lines.append(f"| {label} | " + " | ".join(_cell(row.get(c)) for c in PANEL_COLUMNS)
-                     + " |")
-    notes = ["", "MASE: each series' mean absolute error over its own in-sample naive error; "
-             "beats_naive: the share of series where a forecaster's MASE is below naive's."]
-    if metrics.get("n_dropped"):
-        notes.append(f"{metrics['n_dropped']} series too short for a window in every part "
-                     "were left out.")
-    failed = [n for n in names if metrics[n] is None]
-    if failed:
-        notes.append(f"Not fitted on a panel: {', '.join(failed)}.")
-    notes.append("Figures: " + ", ".join(f"{k} series {v}" for k, v in ranked.items())
-                 + " (by the model's MASE).")
-    d, pp = p.data, p.prepare
-    data = f"{d.kind}, {d.n_series} series of up to {d.n_points} points" \
-        if d.kind == "panel" else f"{d.csv_path}: {d.csv_column} by {d.csv_id_column}"
-    rows = [("data", data),
-            ("windows", f"window {pp.window}, horizon {pp.horizon}, scaler {pp.scaler} per "
-                        f"series, transform {pp.transform}, test {pp.test_frac}, val "
-                        f"{pp.val_frac}"), *_model_rows(p)]
-    return "\n".join(lines + notes + ["", "| setting | value |", "|---|---|"]
-                     + [f"| {k} | {v} |" for k, v in rows] + [""])
+    if shown and many:
+        notes += ["", "Figures: " + ", ".join(f"{k} series {v}" for k, v in shown.items())
+                  + " (by the model's MASE)."]
+    return "\n".join([title, ""] + _table(metrics, names, MANY if many else ONE) + notes
+                     + ["", "| setting | value |", "|---|---|"]
+                     + [f"| {k} | {v} |" for k, v in _settings(p, metrics)] + [""])

@@ -10,25 +10,20 @@ below :data:`PARALLEL_FLOPS` of work per optimizer step and every core above it 
 from __future__ import annotations
 
 import os
+
+from .cpu import cores  # noqa: F401  (the stages' import of it)
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .model import ModelSettings
+if TYPE_CHECKING:
+    from .model import ModelSettings
 
 PARALLEL_FLOPS = 2e9    # forward + backward FLOPs per step above which threads pay off
 MAX_AUTO_THREADS = 8
 
 
-def cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def step_flops(s: ModelSettings, batch: int) -> float:
+def step_flops(s: "ModelSettings", batch: int) -> float:
     """Approximate forward + backward FLOPs of one optimizer step on ``batch`` windows."""
     W, d, f = s.window, s.d_model, s.ffn_dim
     if s.kind == "lstm":
@@ -57,7 +52,7 @@ def set_threads(n: int) -> None:
     torch.set_num_threads(n)
 
 
-def activation_bytes(s: ModelSettings, batch: int) -> float:
+def activation_bytes(s: "ModelSettings", batch: int) -> float:
     """Rough peak memory of one training step's activations (float32, what the forward pass
     keeps for the backward one), for a warning before a full batch that will not fit.
     Fitted to measured peaks within about 30 % (window 10-96, d_model 32-64, 1-4 heads)."""
@@ -70,7 +65,7 @@ def activation_bytes(s: ModelSettings, batch: int) -> float:
     return 4.0 * batch * per_window
 
 
-def full_batch_warning(s: ModelSettings, n_windows: int, batch: int,
+def full_batch_warning(s: "ModelSettings", n_windows: int, batch: int,
                        limit: float = 2 ** 30) -> str | None:
     """A warning when a full batch (``batch`` == every window) will need more than ``limit``
     bytes."""

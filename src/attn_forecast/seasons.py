@@ -1,36 +1,43 @@
 """A series' season and a window to match, from the training part's autocorrelation.
 
-``evaluate.season: auto`` and ``prepare.window: auto`` use these, on the training part only
-(the prepare stage records what was chosen, and why, in meta.json and prints it).
+``evaluate.season: auto`` and ``prepare.window: auto`` use these, on the training parts only
+(the prepare stage records what was chosen, and why, in store.json and prints it). Many
+series: the most common season among the training parts of up to 500 series spread over the
+data, and a window for the median training length; one series is the case of one.
 
 The season is read off the autocorrelation of the one-step changes (differencing removes a
 trend, which would otherwise hold the autocorrelation high at every lag): the highest local
 maximum above the noise band, at a lag no longer than a third of the training part (so at
 least three seasons were seen). The band is the usual 95 % one (about 2 / sqrt(n)) widened for
 the number of lags tried (Bonferroni: z = Phi^-1(1 - 0.025 / lags) / sqrt(n)), since a random
-walk's changes cross 2 / sqrt(n) somewhere by chance. None: no season (0).
+walk's changes cross 2 / sqrt(n) somewhere by chance. None: no season (0). A long series is
+read on its most recent :data:`MAX_VALUES` training changes, up to lag :data:`MAX_LAG` (a
+window spans at most 512 steps, so a longer season could not be used).
 """
 from __future__ import annotations
 
 import numpy as np
 
 MIN_WINDOW, MAX_WINDOW = 16, 512
+MAX_VALUES, MAX_LAG = 1_000_000, 10_000
 
 
 def autocorrelation(x: np.ndarray, max_lag: int) -> np.ndarray:
-    """Sample autocorrelation at lags 0 .. max_lag (by FFT)."""
+    """Sample autocorrelation at lags 0 .. max_lag (by FFT, zero-padded to a power of two at
+    least 2n - 1 long: the linear autocovariance, and fast for every n)."""
     x = np.asarray(x, dtype=np.float64) - np.mean(x)
     n = len(x)
-    spec = np.fft.rfft(x, n=2 * n)
-    acov = np.fft.irfft(spec * np.conj(spec))[:max_lag + 1] / n
+    size = 1 << max(1, int(2 * n - 1).bit_length())
+    spec = np.fft.rfft(x, n=size)
+    acov = np.fft.irfft(spec * np.conj(spec), n=size)[:max_lag + 1] / n
     return acov / acov[0] if acov[0] > 0 else np.zeros(max_lag + 1)
 
 
 def detect_season(train_values: np.ndarray) -> dict:
     """``{"season": lag or 0, "acf": value at it, "band": noise band, "reason": text}``."""
-    d = np.diff(np.asarray(train_values, dtype=np.float64))
+    d = np.diff(np.asarray(train_values[-MAX_VALUES - 1:], dtype=np.float64))
     n = len(d)
-    max_lag = n // 3
+    max_lag = min(n // 3, MAX_LAG)
     band = None
     if max_lag < 2:
         return {"season": 0, "acf": None, "band": band,
@@ -38,8 +45,8 @@ def detect_season(train_values: np.ndarray) -> dict:
     from scipy.special import ndtri  # the standard normal's quantile function
     band = float(-ndtri(0.025 / max_lag) / np.sqrt(n))
     acf = autocorrelation(d, max_lag)
-    peaks = [k for k in range(2, max_lag) if acf[k] >= acf[k - 1] and acf[k] >= acf[k + 1]
-             and acf[k] > band]
+    k = np.arange(2, max_lag)
+    peaks = k[(acf[k] >= acf[k - 1]) & (acf[k] >= acf[k + 1]) & (acf[k] > band)].tolist()
     if not peaks:
         return {"season": 0, "acf": None, "band": band,
                 "reason": "no autocorrelation peak of the one-step changes above the noise band "
@@ -65,3 +72,24 @@ def window_for(season: int, n_train: int, patch_len: int = 0, patch_stride: int 
         (f", capped to {window}" if window < want else f", raised to {window}"
          if window > want else "") + (" (patches tile it)" if patch_len else "")
     return {"window": window, "reason": why}
+
+
+def choose(levels: np.ndarray, offsets: np.ndarray, n_train: np.ndarray, window: int | str,
+           patch_len: int = 0, patch_stride: int = 0, sample: int = 500) -> dict:
+    """The season of the training parts (``n_train`` (S,) leading values of each series),
+    always recorded; with ``window`` auto, the window to match. Each with its reason."""
+    from .windows import spread
+    picked = spread(np.arange(len(n_train)), sample)
+    found = [detect_season(levels[offsets[i]:offsets[i] + n_train[i]]) for i in picked]
+    vals, counts = np.unique([f["season"] for f in found], return_counts=True)
+    season = int(vals[np.argmax(counts)])
+    if len(picked) == 1:
+        out = {"season": found[0]}
+    else:
+        out = {"season": {"season": season, "reason": (
+            f"the most common season of {len(picked)} series' training parts: "
+            + (f"lag {season} ({int(counts.max())} series)" if season else
+               f"none ({int(counts.max())} series show no season)"))}}
+    if window == "auto":
+        out["window"] = window_for(season, int(np.median(n_train)), patch_len, patch_stride)
+    return out

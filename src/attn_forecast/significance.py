@@ -43,17 +43,30 @@ def diebold_mariano(loss_a: np.ndarray, loss_b: np.ndarray, h: int = 1) -> dict:
     return out
 
 
-def window_losses(actual: np.ndarray, forecast: np.ndarray) -> np.ndarray:
-    """Squared error per forecast origin, averaged over its H steps: (N, H) -> (N,)."""
-    return np.mean((np.asarray(forecast) - np.asarray(actual)) ** 2, axis=1)
+def window_losses(actual: np.ndarray, forecast: np.ndarray, unit: np.ndarray | None = None
+                  ) -> np.ndarray:
+    """Squared error per forecast origin, averaged over its H steps: (N, H) -> (N,); with
+    ``unit`` (N,) in units of each window's series (so that series on other scales can be
+    pooled; for one series a constant, which leaves the test as it is)."""
+    err = np.asarray(forecast) - np.asarray(actual)
+    if unit is not None:
+        err = err / np.asarray(unit, dtype=np.float64)[:, None]
+    return np.mean(err ** 2, axis=1)
 
 
 def compare(actual: np.ndarray, forecasts: dict[str, np.ndarray], h: int,
-            against: str = "model") -> dict[str, dict]:
-    """The DM test of ``against`` versus every other forecaster (skipping missing ones)."""
-    ref = window_losses(actual, forecasts[against])
-    return {name: diebold_mariano(ref, window_losses(actual, f), h)
-            for name, f in forecasts.items() if name != against and f is not None}
+            against: str = "model", unit: np.ndarray | None = None) -> dict[str, dict]:
+    """The DM test of ``against`` versus every other forecaster on the windows where both
+    have a forecast (skipping missing ones); ``unit``: see :func:`window_losses`."""
+    ref = window_losses(actual, forecasts[against], unit)
+    out = {}
+    for name, f in forecasts.items():
+        if name == against or f is None:
+            continue
+        other = window_losses(actual, f, unit)
+        ok = np.isfinite(ref) & np.isfinite(other)
+        out[name] = diebold_mariano(ref[ok], other[ok], h)
+    return out
 
 
 def sentence(name: str, result: dict, alpha: float = ALPHA) -> str:

@@ -1,4 +1,7 @@
-"""The training loop, from small helpers: device choice, optimizer, loss, schedule, batches.
+"""The training loop, from small helpers: optimizer, loss, schedule, augmentation, batches.
+
+``p`` is the training settings (any object with the fields of ``params.yaml``'s ``train``
+section: ``p.lr``, ``p.epochs``...).
 
 The series lives on the training device once; each batch gathers its windows from it by index
 (no per-sample Python, no N x W copy of the data). Seeds are set once by the caller; the
@@ -8,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import shutil
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,30 +19,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from .errors import Interrupted, UserInputError
+from .errors import Diverged, Interrupted
+from .forecasters import Forecast
 from .model import Ensemble, ModelSettings, build_model
-from .params import TrainParams
-from .windows import gather_calendar, gather_windows
-
-
-def select_device(name: str) -> torch.device:
-    if name == "cuda" and not torch.cuda.is_available():
-        raise UserInputError("train.device is cuda but no CUDA device is available; "
-                             "use auto or cpu")
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(name)
-
-
-def check_runtime(p: TrainParams, device: torch.device) -> None:
-    """Settings this machine cannot run, caught before any work starts."""
-    if device.type == "cuda" and p.nproc > torch.cuda.device_count():
-        raise UserInputError(f"train.nproc is {p.nproc} but only {torch.cuda.device_count()} "
-                             "CUDA device(s) are visible; use at most one process per GPU")
-    if p.compile and device.type == "cpu" and not (shutil.which("cc") or shutil.which("gcc")
-                                                    or shutil.which("clang")):
-        raise UserInputError("train.compile on CPU needs a C/C++ compiler (cc, gcc or clang) on "
-                             "PATH; install one or set train.compile false")
+from .progress import Progress
+from .windows import gather, gather_side
 
 
 class PinballLoss(nn.Module):
@@ -64,12 +46,12 @@ def make_loss(kind: str, quantiles=()) -> nn.Module:
     return {"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}[kind]()
 
 
-def make_optimizer(model: nn.Module, p: TrainParams) -> torch.optim.Optimizer:
+def make_optimizer(model: nn.Module, p) -> torch.optim.Optimizer:
     cls = torch.optim.Adam if p.optimizer == "adam" else torch.optim.AdamW
     return cls(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
 
 
-def make_scheduler(opt: torch.optim.Optimizer, p: TrainParams
+def make_scheduler(opt: torch.optim.Optimizer, p
                    ) -> torch.optim.lr_scheduler.LRScheduler | None:
     """torch's StepLR / CosineAnnealingLR after an optional linear warm-up; None for a flat lr.
 
@@ -91,7 +73,7 @@ def make_scheduler(opt: torch.optim.Optimizer, p: TrainParams
     return sched
 
 
-def augment(x: torch.Tensor, y: torch.Tensor, p: TrainParams, gen: torch.Generator,
+def augment(x: torch.Tensor, y: torch.Tensor, p, gen: torch.Generator,
             unit: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
     """Training windows only: scale and shift the whole window (inputs and targets alike, as
     if the series were scaled or shifted), then add noise to the inputs. ``unit`` is what one
@@ -145,6 +127,15 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
     return contextlib.nullcontext()
 
 
+def to_device(store, device: torch.device) -> dict:
+    """What training reads of a store, on ``device``: the model series ``z``, the side inputs
+    (or None) and the training and validation window ends."""
+    side = store.side
+    return {"z": torch.from_numpy(np.asarray(store.z)).to(device),
+            "side": torch.from_numpy(np.asarray(side)).to(device) if side is not None else None,
+            **{part: torch.from_numpy(store.ends(part)).to(device) for part in ("train", "val")}}
+
+
 @torch.no_grad()
 def predict(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: int,
             horizon: int, batch: int = 4096, precision: str = "fp32",
@@ -155,8 +146,8 @@ def predict(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: 
     model.eval()
     outs = []
     for i in range(0, len(ends), batch):
-        x, _ = gather_windows(series, ends[i:i + batch], window, horizon)
-        c = gather_calendar(cal, ends[i:i + batch], window, horizon)
+        x, _ = gather(series, ends[i:i + batch], window, horizon)
+        c = gather_side(cal, ends[i:i + batch], window, horizon)
         with autocast(series.device, precision):
             outs.append(model(x, cal=c, quantiles=quantiles)[0].float())
     if outs:
@@ -171,7 +162,7 @@ def evaluate_loss(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, wi
                   cal: torch.Tensor | None = None) -> float:
     pred = predict(model, series, ends, window, horizon, precision=precision, cal=cal,
                    quantiles=isinstance(loss_fn, PinballLoss))
-    _, y = gather_windows(series, ends, window, horizon)
+    _, y = gather(series, ends, window, horizon)
     return float(loss_fn(pred, y))
 
 
@@ -183,64 +174,8 @@ class FitResult:
     windows_per_s: float = 0.0
 
 
-def _clock(seconds: float) -> str:
-    m, sec = divmod(int(round(seconds)), 60)
-    return f"{m}:{sec:02d}" if m < 60 else f"{m // 60}:{m % 60:02d}:{sec:02d}"
-
-
-class Progress:
-    """Per-epoch progress on stderr once training has run ``after`` seconds (short runs stay
-    quiet): on a terminal one overwritten line, at most ten updates a second; otherwise (logs,
-    CI, captured output) one line every ``every`` seconds. Shows elapsed time and an ETA."""
-
-    def __init__(self, epochs: int, enabled: bool = True, tty: bool | None = None,
-                 after: float = 3.0, every: float = 5.0, stream=None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.stream = sys.stderr if stream is None else stream
-        self.tty = self.stream.isatty() if tty is None else tty
-        self.epochs, self.enabled, self.after, self.every = epochs, enabled, after, every
-        self.clock = clock
-        self.t0 = clock()
-        self.last_print = -math.inf
-        self.printed = False
-
-    def update(self, epoch: int, loss: float, val: float | None) -> None:
-        """After an epoch."""
-        v = f"  val {val:.5f}" if val is not None else ""
-        self._show(epoch, f"train: epoch {epoch}/{self.epochs}  loss {loss:.5f}{v}",
-                   final=epoch == self.epochs)
-
-    def batch(self, epoch: int, done: int, total: int) -> None:
-        """Inside an epoch (long epochs on big data): how many of its windows are done."""
-        if done < total:
-            self._show(epoch - 1 + done / total,
-                       f"train: epoch {epoch}/{self.epochs}, {done:,}/{total:,} windows")
-
-    def _show(self, epochs_done: float, text: str, final: bool = False) -> None:
-        now = self.clock()
-        elapsed = now - self.t0
-        if not self.enabled or elapsed < self.after or epochs_done <= 0:
-            return
-        gap = 0.1 if self.tty else self.every
-        if now - self.last_print < gap and not final:
-            return
-        self.last_print = now
-        eta = elapsed / epochs_done * (self.epochs - epochs_done)
-        line = f"{text}  {_clock(elapsed)} elapsed, {_clock(eta)} left"
-        if self.tty:
-            print(f"\r{line}", end="", file=self.stream, flush=True)
-        else:
-            print(line, file=self.stream, flush=True)
-        self.printed = True
-
-    def close(self) -> None:
-        if self.tty and self.printed:
-            print(file=self.stream, flush=True)
-            self.printed = False
-
-
 def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.optim.Optimizer,
-                 loss_fn: nn.Module, p: TrainParams, aug_gen: torch.Generator, n: int,
+                 loss_fn: nn.Module, p, aug_gen: torch.Generator, n: int,
                  rank: int, world: int, on_batch: Callable[[int], None] | None = None,
                  unit: float = 1.0) -> tuple[float, int]:
     """One pass over ``batches`` of (x, y, calendar or None, windows in the whole batch):
@@ -275,7 +210,7 @@ def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.op
 
 
 def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
-        val_ends: torch.Tensor, window: int, horizon: int, p: TrainParams,
+        val_ends: torch.Tensor, window: int, horizon: int, p,
         step_model: nn.Module | None = None, progress: bool | Progress | None = None,
         rank: int = 0, world: int = 1, cal: torch.Tensor | None = None,
         on_epoch: Callable[[dict], None] | None = None) -> FitResult:
@@ -293,7 +228,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     ``cal`` (n, C): calendar features aligned with ``series`` (the model's calendar inputs).
     ``p.max_steps`` > 0 ends training after the epoch in which that many optimizer steps are
     done. ``on_epoch`` is called with each epoch's history row (DVCLive logging).
-    Raises UserInputError if the loss stops being finite, and :class:`Interrupted` (naming the
+    Raises :class:`Diverged` if the loss stops being finite, and :class:`Interrupted` (naming the
     epoch) on Ctrl-C.
     """
     step_model = model if step_model is None else step_model  # (a Module has no truth value)
@@ -311,8 +246,8 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
         """A batch's windows; under DDP this rank's share only (every ``world``-th), so a
         rank reads only the windows it trains on."""
         mine = ends[rank::world] if world > 1 else ends
-        return (*gather_windows(series, mine, window, horizon),
-                gather_calendar(cal, mine, window, horizon), len(ends))
+        return (*gather(series, mine, window, horizon),
+                gather_side(cal, mine, window, horizon), len(ends))
     full = batch_of(train_ends) if bs == n else None
     bar = progress if isinstance(progress, Progress) else \
         Progress(p.epochs, enabled=(rank == 0) if progress is None else progress)
@@ -332,8 +267,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
             steps += took
             if not math.isfinite(train_loss):
                 bar.close()
-                raise UserInputError(f"training diverged at epoch {epoch} (loss {train_loss}); "
-                                     f"lower train.lr (now {p.lr}) or set train.grad_clip")
+                raise Diverged(epoch, train_loss)
             if sched is not None:
                 sched.step()
             val_loss = None
@@ -370,7 +304,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
 
 
 def train_model(settings: ModelSettings, series: torch.Tensor, train_ends: torch.Tensor,
-                val_ends: torch.Tensor, p: TrainParams, device: torch.device,
+                val_ends: torch.Tensor, p, device: torch.device,
                 wrap: Callable[[nn.Module], nn.Module] | None = None,
                 progress: bool | None = None, rank: int = 0, world: int = 1,
                 cal: torch.Tensor | None = None,
@@ -395,3 +329,30 @@ def train_model(settings: ModelSettings, series: torch.Tensor, train_ends: torch
                            on_epoch=on_epoch if i == 0 else None))
         members.append(model)
     return (members[0] if len(members) == 1 else Ensemble(members)), results
+
+
+class ModelForecaster:
+    """A trained model's forecasts of a store's windows, in levels (the ensemble's mean, and
+    each member; the quantile head's quantiles)."""
+    name = "model"
+
+    def __init__(self, model: torch.nn.Module, device: torch.device | str = "cpu") -> None:
+        self.model, self.device = model, torch.device(device)
+
+    def fit(self, store) -> list[str]:
+        return []   # trained by the train stage
+
+    def forecast(self, store, ends, taus=()) -> Forecast:
+        z = torch.from_numpy(np.asarray(store.z)).to(self.device)
+        side = torch.from_numpy(np.asarray(store.side)).to(self.device) \
+            if store.side is not None else None
+        e = torch.from_numpy(np.asarray(ends)).to(self.device)
+        W, H = store.window, store.horizon
+
+        def run(m: torch.nn.Module, quantiles: bool = False) -> np.ndarray:
+            out = predict(m, z, e, W, H, cal=side, quantiles=quantiles).cpu().numpy()
+            return store.to_levels(out, ends)
+        quant = run(self.model, True) if self.model.settings.quantiles else None
+        members = np.stack([run(m) for m in self.model.members]) \
+            if isinstance(self.model, Ensemble) else None
+        return Forecast(run(self.model), quant, members)

@@ -1,0 +1,232 @@
+"""The model as a forecaster, and the forecast command on a user's CSV.
+
+    attn-forecast forecast --model models/model.pt --csv data/external/example.csv --steps 20
+
+Reads the file the way the training read its data (column, time column, id column, CSV
+dialect and gap handling are saved in the checkpoint; every flag overrides its saved value),
+applies each series' transform and scaler (a series the training knew: its training scaler;
+any other: one fitted on the history given now) and forecasts ``--steps`` values, feeding
+predictions back in when ``--steps`` exceeds the model's horizon. Writes ``step, time,
+forecast`` (and ``qXX`` columns of a quantile head for its first horizon), with ``id`` first
+when the file has an id column; ``time`` continues the series' time at its inferred frequency.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import checkpoint, transforms
+from .calendar import time_features
+from .errors import UserInputError, run_cli
+from .io import write_csv
+from .scaling import fit_one
+from .table import FEATURE_PREFIX, read_table
+
+
+# ---------------------------------------------------------------- one series' future
+def next_times(t: np.ndarray, steps: int) -> np.ndarray:
+    """The ``steps`` time stamps after the series' last one, at its inferred frequency:
+    numbers by the most common step; dates by pandas' inferred frequency (over the last 100),
+    business days when only weekdays occur, else the most common gap."""
+    if t.dtype.kind in "iuf":
+        steps_seen = np.diff(t[-100:]) if len(t) > 1 else np.ones(1)
+        vals, counts = np.unique(steps_seen, return_counts=True)
+        return t[-1] + vals[np.argmax(counts)] * np.arange(1, steps + 1)
+    times = pd.DatetimeIndex(t[-100:])
+    freq = None
+    if len(times) >= 3:
+        with pd.option_context("future.infer_freq_returns_offset", True):
+            freq = pd.infer_freq(times)
+    if freq is None and len(times) > 1:
+        gaps = times[1:] - times[:-1]
+        if (times.day_of_week < 5).all() and set(gaps.days) <= {1, 2, 3, 4} and \
+                (gaps == pd.Timedelta(days=1)).mean() > 0.5:
+            freq = "B"  # weekdays, with holidays left out
+        else:
+            freq = pd.Series(gaps).mode().iloc[0]
+    future = pd.date_range(times[-1], periods=steps + 1, freq=freq or "D")[1:]
+    fmt = "%Y-%m-%d" if (times == times.normalize()).all() else "%Y-%m-%dT%H:%M:%S"
+    return np.asarray(future.strftime(fmt))
+
+
+def forecast_series(model: torch.nn.Module, meta: dict, levels: np.ndarray, steps: int,
+                    scaler: tuple[float, float], times: np.ndarray,
+                    features: np.ndarray | None = None,
+                    feature_scaler: tuple[np.ndarray, np.ndarray] | None = None
+                    ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The next ``steps`` levels after ``levels`` (recursively, a horizon at a time), and a
+    quantile head's (H, Q) quantiles of the first horizon. ``scaler``: (center, scale) of the
+    model series; ``features``: the raw past covariates (n, F) with their (center, scale)."""
+    W, H, kind = meta["window"], meta["horizon"], meta["transform"]
+    off = transforms.offset(kind)
+    if len(levels) < W + off:
+        raise UserInputError(f"the series has {len(levels)} values; this model needs at "
+                             f"least {W + off} (window {W}"
+                             + (f" + 1 for the {kind} transform)" if off else ")"))
+    names, feats = meta["time_features"], meta["features"]
+    if feats and steps > H:
+        raise UserInputError(f"--steps must be <= {H} (the model's horizon) for a model with "
+                             f"feature columns ({', '.join(feats)}): their future values are "
+                             "not known, so it cannot feed forecasts back in")
+    cal = time_features(np.concatenate([np.asarray(times).astype("datetime64[s]"),
+                                        next_times(times, steps + H).astype("datetime64[s]")]),
+                        names) if names else None
+    fz = None
+    if feats:
+        cols = np.stack([transforms.feature_series(features[:, k], kind_k, repr(n))
+                         for k, (n, kind_k) in enumerate(zip(feats, meta["feature_transforms"]))],
+                        axis=1)
+        fz = np.nan_to_num((cols - feature_scaler[0]) / feature_scaler[1], nan=0.0)
+    center, scale = scaler
+    hist = np.asarray(levels, dtype=np.float64)
+    out, quant = [], None
+    model.eval()
+    with torch.no_grad():
+        while len(out) < steps:
+            n = len(hist)
+            z = (transforms.model_series(hist[-(W + off):], kind)[-W:] - center) / scale
+            side = _side(cal, fz, n, W, H)
+            zq = model(torch.tensor(z, dtype=torch.float32)[None], cal=side,
+                       quantiles=True)[0][0].double().numpy()          # (H, Q)
+            lv = np.stack([transforms.to_levels(zq[None, :, k] * scale + center, hist[-1:],
+                                                kind)[0] for k in range(zq.shape[1])], axis=1)
+            if quant is None and model.settings.quantiles:
+                quant = lv
+            mid = list(model.settings.quantiles).index(0.5) if model.settings.quantiles else 0
+            out.extend(lv[:, mid].tolist())
+            hist = np.concatenate([hist, lv[:, mid]])
+    return np.asarray(out[:steps]), quant
+
+
+def _side(cal, fz, n: int, W: int, H: int):
+    """(inputs (1, W, C + F), targets (1, H, C + F)) of the window after level n - 1; the
+    target times' feature columns are zeros (the model never reads them)."""
+    if cal is None and fz is None:
+        return None
+    xs, ys = [], []
+    if cal is not None:
+        xs.append(cal[n - W:n])
+        ys.append(cal[n:n + H])
+    if fz is not None:
+        xs.append(fz[n - W:n].astype(np.float32))
+        ys.append(np.zeros((H, fz.shape[1]), dtype=np.float32))
+    return (torch.from_numpy(np.concatenate(xs, axis=1))[None],
+            torch.from_numpy(np.concatenate(ys, axis=1))[None])
+
+
+# ---------------------------------------------------------------- the command
+FLAGS = {"path": "--csv", "column": "--column", "time_column": "--time-column",
+         "time_format": "--time-format", "sep": "--sep", "decimal": "--decimal",
+         "thousands": "--thousands", "missing": "--missing", "id_column": "--id-column",
+         "features": "the model's feature columns", "time_gaps": "--time-gaps"}
+READ = (("column", "value"), ("time_column", ""), ("id_column", ""), ("time_format", "auto"),
+        ("sep", ","), ("decimal", "."), ("thousands", ""), ("missing", "error"))
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="attn-forecast forecast", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    saved = " (default: as in training)"
+    ap.add_argument("--model", required=True, help="checkpoint written by the train stage")
+    ap.add_argument("--csv", required=True, help="CSV file holding the series")
+    ap.add_argument("--column", help="value column" + saved)
+    ap.add_argument("--time-column", help="time column to sort by, '' for none" + saved)
+    ap.add_argument("--id-column", help="id column of a file of many series, '' for one"
+                    + saved)
+    ap.add_argument("--time-format", help="auto, or a strftime format such as %%d/%%m/%%Y"
+                    + saved)
+    ap.add_argument("--sep", help="field separator" + saved)
+    ap.add_argument("--decimal", help="decimal mark" + saved)
+    ap.add_argument("--thousands", help="thousands separator, '' for none" + saved)
+    ap.add_argument("--missing", choices=["error", "ffill", "drop"],
+                    help="empty value cells: error, ffill (carry the last value forward) or "
+                    "drop" + saved)
+    ap.add_argument("--steps", type=int, default=1, help="values to forecast (>= 1; default 1)")
+    ap.add_argument("--out", default="forecast.csv", help="CSV to write (default forecast.csv)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser().parse_args(argv)
+    if args.steps < 1:
+        raise UserInputError(f"--steps must be an integer >= 1, got {args.steps}")
+    payload = checkpoint.read(args.model)
+    model = checkpoint.model_from(payload)
+    meta = payload["prepare"]
+    source = meta.get("source", {})
+    read = {k: getattr(args, k) if getattr(args, k) is not None else source.get(k, default)
+            for k, default in READ}
+    known = meta["series"]
+    lookup = {name: k for k, name in enumerate(known["ids"])}
+    only = known["ids"][0] if len(known["ids"]) == 1 else read["column"]
+    frame = read_table(args.csv, read.pop("column"), **read, features=meta["features"],
+                       default_id=only, keys=FLAGS)
+    off = transforms.offset(meta["transform"])
+    ids = frame["id"].to_numpy()
+    bounds = np.r_[np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]), len(ids)]
+    parts, unseen, skipped, note = [], 0, [], ""
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        sid, levels = str(ids[a]), frame["value"].to_numpy()[a:b]
+        feats = frame[[FEATURE_PREFIX + f for f in meta["features"]]].to_numpy()[a:b] \
+            if meta["features"] else None
+        k = lookup.get(sid)
+        try:
+            if k is not None:
+                scaler = (known["center"][k], known["scale"][k])
+                fs = (np.asarray(known["feature_center"][k]),
+                      np.asarray(known["feature_scale"][k])) if feats is not None else None
+            else:
+                z = transforms.model_series(levels, meta["transform"], "the model's transform")
+                scaler = fit_one(z[off:], meta["scaler"])
+                fs = _own_feature_scaler(meta, feats) if feats is not None else None
+            values, quant = forecast_series(model, meta, levels, args.steps, scaler,
+                                            frame["t"].to_numpy()[a:b], feats, fs)
+        except UserInputError as err:   # one id that cannot be forecast: the others still are
+            if len(bounds) == 2:
+                raise
+            skipped.append(f"id {sid!r}: {err}")
+            continue
+        unseen += k is None
+        out = pd.DataFrame({"id": sid, "step": np.arange(1, args.steps + 1),
+                            "time": next_times(frame["t"].to_numpy()[a:b], args.steps),
+                            "forecast": values})
+        if quant is not None:  # the quantile head's forecasts for the first horizon's steps
+            H = min(len(quant), args.steps)
+            for j, tau in enumerate(model.settings.quantiles):
+                if tau != 0.5:
+                    out[f"q{round(100 * tau):02d}"] = np.r_[quant[:H, j],
+                                                            np.full(args.steps - H, np.nan)]
+            if args.steps > H:
+                note = (f"; quantiles for the first {H} step(s) only (the model's horizon): "
+                        "later steps are the median of a recursive forecast")
+        parts.append(out)
+    if not parts:
+        raise UserInputError(f"no id could be forecast; the first: {skipped[0]}")
+    result = pd.concat(parts, ignore_index=True)
+    write_csv(args.out, result if read["id_column"] else result.drop(columns="id"))
+    if skipped:
+        print(f"forecast: warning: {len(skipped)} id(s) left out, the first: {skipped[0]}",
+              file=sys.stderr)
+    what = f"each of {len(parts)} ids" if read["id_column"] else f"{b - a} values"
+    new = f" ({unseen} id(s) not in training, scaled by their own history)" \
+        if unseen and read["id_column"] else ""
+    print(f"forecast: {args.steps} steps after {what}{new} -> {args.out}{note}")
+
+
+def _own_feature_scaler(meta: dict, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Feature scalers of a series the training never saw: from the history given now."""
+    c, s = [], []
+    for k, (n, kind) in enumerate(zip(meta["features"], meta["feature_transforms"])):
+        f = transforms.feature_series(feats[:, k], kind, repr(n))
+        cs = fit_one(f[np.isfinite(f)], "zscore")
+        c.append(cs[0])
+        s.append(cs[1])
+    return np.array(c), np.array(s)
+
+
+if __name__ == "__main__":
+    run_cli(main)
