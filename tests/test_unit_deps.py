@@ -55,3 +55,18 @@ def test_stage_depends_on_exactly_the_src_it_imports(stage):
     assert declared == needed, (f"{stage}: missing {sorted(needed - declared)}, "
                                 f"not imported {sorted(declared - needed)}")
     assert f"stages/{stage}.py" in deps
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_path_a_stage_is_given_is_a_dependency_or_an_output(stage):
+    """A path on the stage's command line that is neither a dep nor an out would not be
+    restored, hashed or rerun by DVC (a fresh clone would then skip the stage and miss it)."""
+    spec = dvc_spec()["stages"][stage]
+    words = str(spec["cmd"]).split()
+    paths = {w for i, w in enumerate(words[1:], 1) if words[i - 1].startswith("--")
+             and not w.startswith("-")}
+    listed = {str(d) for d in spec["deps"]}
+    for kind in ("outs", "metrics", "plots"):
+        for item in spec.get(kind) or []:
+            listed |= set(item) if isinstance(item, dict) else {str(item)}
+    assert paths - listed == set(), f"{stage}: {sorted(paths - listed)} not declared"
