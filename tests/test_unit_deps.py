@@ -70,3 +70,15 @@ def test_every_path_a_stage_is_given_is_a_dependency_or_an_output(stage):
         for item in spec.get(kind) or []:
             listed |= set(item) if isinstance(item, dict) else {str(item)}
     assert paths - listed == set(), f"{stage}: {sorted(paths - listed)} not declared"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_the_committed_lock_lists_the_deps_dvc_yaml_declares(stage):
+    """DVC does not rerun a stage for a dep removed from dvc.yaml, so a stale dvc.lock would
+    differ from the one a fresh clone's `make repro` writes."""
+    import yaml
+    lock = yaml.safe_load((ROOT / "dvc.lock").read_text())["stages"][stage]
+    locked = {d["path"] for d in lock.get("deps", [])}
+    declared = {str(d).rstrip("/") for d in dvc_spec()["stages"][stage]["deps"]}
+    assert locked == declared, (f"{stage}: dvc.lock has {sorted(locked - declared)} extra, "
+                                f"misses {sorted(declared - locked)}: run dvc repro --force")
