@@ -12,7 +12,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export DVC_NO_ANALYTICS := 1
 export ITERATIVE_DO_NOT_TRACK := 1
 
-.PHONY: venv repro test bench bench-real docs source-baseline clean
+.PHONY: venv repro test bench bench-real bench-m3 docs source-baseline clean
 
 venv: $(STAMP)
 
@@ -64,6 +64,11 @@ $(BENCH_STAMP): $(STAMP)
 
 bench-real: $(BENCH_STAMP)
 	$(BIN)/python bench/real.py
+
+# The M3 benchmark: one global attention model per subset against the statistical field
+# (StatsForecast) on the competition's test parts, beside the published figures.
+bench-m3: $(STAMP)
+	$(BIN)/python bench/m3.py
 
 # Refresh the README's copy of the default run's summary table.
 docs: repro

@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> dict:
                                           features=fold.n_features > 0, jobs=cores())
         base = forecasters.run(fold, chosen, wiring.parts(params), wiring.taus(params))
         model = forecasters.load(Path(args.folds) / entry["forecasts"])
-        ev = evaluate(fold, forecasters.merge(model, base), noise_std=params.data.noise_std,
-                      conformal=e.conformal)
+        fs = forecasters.with_combinations(forecasters.merge(model, base), e.combinations)
+        ev = evaluate(fold, fs, noise_std=params.data.noise_std, conformal=e.conformal)
         for line in ev.warnings:
             print(f"fold {entry['fold']}: {line}", file=sys.stderr)
         fold_metrics.append(ev.metrics)

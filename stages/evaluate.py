@@ -48,7 +48,9 @@ def main(argv: list[str] | None = None) -> dict:
     season = wiring.check_data(params, store)
     model, base = forecasters.load(args.forecasts), forecasters.load(args.baselines)
     check_fresh(model, base, wiring.baselines_record(params, store, season))
-    ev = evaluate(store, forecasters.merge(model, base), noise_std=params.data.noise_std,
+    fs = forecasters.with_combinations(forecasters.merge(model, base),
+                                       params.evaluate.combinations)
+    ev = evaluate(store, fs, noise_std=params.data.noise_std,
                   conformal=params.evaluate.conformal)
     for line in ev.warnings:
         print(line, file=sys.stderr)

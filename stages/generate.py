@@ -27,6 +27,8 @@ def chunks(d, inputs: str):
             check_regular(ids[starts], np.r_[starts, len(ids)], frame["t"].to_numpy(),
                           d.csv_path, CSV_KEYS)
         return [frame]
+    if d.kind == "competition":
+        return [sources.competition(d.competition, d.subset, d.holdout)]
     if d.kind == "panel":
         return sources.panel(d.n_series, d.n_points, d.panel_min_points, d.seed, d.noise_std,
                              d.trend)

@@ -16,7 +16,8 @@ import numpy as np  # noqa: E402
 from attn_forecast import seasons, splits  # noqa: E402
 from attn_forecast import store as S  # noqa: E402
 from attn_forecast.errors import run_cli  # noqa: E402
-from attn_forecast.params import ParamsError, check_patches, load_params  # noqa: E402
+from attn_forecast.params import ParamsError, load_params  # noqa: E402
+from attn_forecast.rules import check_patches  # noqa: E402
 from attn_forecast.table import read_long  # noqa: E402
 from attn_forecast.wiring import PREPARE_KEYS, fracs, source_record  # noqa: E402
 
@@ -34,15 +35,21 @@ def main(argv: list[str] | None = None) -> None:
         raise ParamsError("prepare.time_features needs dates in the time column "
                           "(data.csv_time_column), but this data is indexed by step numbers; "
                           "set prepare.time_features to [] or read a CSV with a date column")
-    n_train = splits.cut(np.diff(raw.offsets), p.test_frac, p.val_frac, p.cal_frac).val_start
+    if raw.horizons is not None and (raw.horizons != p.horizon).any():
+        raise ParamsError(f"data.kind competition forecasts each series' whole test part at "
+                          f"once: set prepare.horizon to {int(raw.horizons.max())} (the "
+                          f"{d.subset} horizon), got {p.horizon}")
+    n_train = splits.cut(np.diff(raw.offsets), p.test_frac, p.val_frac, p.cal_frac,
+                         raw.horizons).val_start
     auto = seasons.choose(raw.levels, raw.offsets, n_train, p.window, m.patch_len,
-                          m.patch_stride)  # the training parts only
+                          m.patch_stride, periods=raw.periods)  # the training parts only
     window = auto["window"]["window"] if "window" in auto else p.window
     check_patches(window, m.patch_len, m.patch_stride)
     store = S.build(raw, window=window, horizon=p.horizon, fracs=fracs(params),
                     scaler=p.scaler, transform=p.transform, time_features=p.time_features,
                     feature_transforms=p.feature_transforms, source=source_record(d),
-                    auto=auto, keys=PREPARE_KEYS)
+                    auto=auto, test_size=raw.horizons, context=p.min_context,
+                    keys=PREPARE_KEYS)
     del raw
     S.save(args.out, store)
     n = store.meta()["n_windows"]

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None):
                               dist.device)
     write_npz(args.attention, **weights)
     write_columns(args.lags, explain.lags_table(weights["mean"] if weights["mean"].size
-                                                else None, settings), CSV_DIGITS)
+                                                else None, model.settings), CSV_DIGITS)
     print(f"train: {wiring_torch.summary(settings, model, results, store, dist, threads)} "
           f"-> {args.model}")
     return res

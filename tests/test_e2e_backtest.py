@@ -105,5 +105,5 @@ def test_seed_ensemble_reports_the_spread(bt):
     res = proj.run(["dvc", "repro", "evaluate"], timeout=300)
     assert res.returncode == 0, _out(res)
     seeds = json.loads((proj.path / "reports/metrics_detail.json").read_text())["model_seeds"]
-    assert len(seeds["rmse"]) == 3 and seeds["rmse_std"] >= 0
-    assert min(seeds["rmse"]) <= seeds["rmse_mean"] <= max(seeds["rmse"])
+    assert seeds["score"] == "rmse" and len(seeds["values"]) == 3 and seeds["std"] >= 0
+    assert min(seeds["values"]) <= seeds["mean"] <= max(seeds["values"])

@@ -318,12 +318,15 @@ def _seasonal(n=80, season=12):
 @pytest.mark.parametrize("name", STAT_FORECASTERS)
 @pytest.mark.parametrize("season", [0, 12])
 def test_forecasts_of_several_steps_equal_direct_library_calls(name, season):
-    from statsforecast.models import AutoARIMA, AutoETS, Theta
+    from statsforecast.models import (AutoARIMA, AutoCES, AutoETS, DynamicOptimizedTheta,
+                                      Theta)
     y, train, H = _seasonal(), 60, 3
     origins = np.array([train, train + 5, len(y) - H])
     ours, _ = forecast_one(name, season, y, train, origins, H)
     m = max(season, 1)
-    lib = {"ets": AutoETS, "theta": Theta, "arima": AutoARIMA}[name](season_length=m)
+    lib = AutoETS(season_length=1, model="ANN") if name == "ses" else \
+        {"ets": AutoETS, "theta": Theta, "arima": AutoARIMA, "dot": DynamicOptimizedTheta,
+         "ces": AutoCES}[name](season_length=m)
     lib.fit(y[:train])                                   # parameters from the training part
     # at the training part's end, forward is the fitted model's own forecast
     np.testing.assert_allclose(ours[0], lib.predict(h=H)["mean"], rtol=1e-9)

@@ -235,7 +235,8 @@ def test_summary_sentences_backtest_seeds_and_failed_baselines():
            "ets": {"statistic": None, "p_value": None, "n": 60}}
     metrics = {"model": _row(), "naive": _row(rmse=0.2), "ridge": _row(rmse=0.15),
                "ets": _row(rmse=0.16), "theta": None, "n_test": 60, "significance": sig,
-               "model_seeds": {"rmse_mean": 0.17, "rmse_std": 0.01, "rmse": [.16, .17, .18]}}
+               "model_seeds": {"score": "rmse", "mean": 0.17, "std": 0.01,
+                               "values": [.16, .17, .18]}}
     bt = {"n_folds": 5, "model": {"rmse_mean": 0.16, "rmse_std": 0.03, "mae_mean": 0.13,
                                   "mase_mean": 0.74}, "theta": None,
           "significance": {"naive": {"statistic": -3.0, "p_value": 0.002, "n": 60}}}

@@ -264,9 +264,9 @@ def test_optimizer_kind_and_weight_decay():
 
 
 def test_losses():
-    assert type(make_loss("mse")) is torch.nn.MSELoss
-    assert type(make_loss("mae")) is torch.nn.L1Loss
-    assert type(make_loss("huber")) is torch.nn.HuberLoss
+    assert type(make_loss("mse").loss) is torch.nn.MSELoss
+    assert type(make_loss("mae").loss) is torch.nn.L1Loss
+    assert type(make_loss("huber").loss) is torch.nn.HuberLoss
     pin = make_loss("mse", (0.1, 0.5, 0.9))
     assert isinstance(pin, PinballLoss)
     # y = 1; quantiles 0, 1, 2: 0.1 * 1, 0, max(0.9 * -1, -0.1 * -1) = 0.1 -> mean 0.2 / 3

@@ -1,10 +1,11 @@
 """The baselines a run asks for (``evaluate.baselines``), as forecasters (forecasters.py and,
-for ETS, Theta and ARIMA, stats.py)."""
+for SES, ETS, Theta, Dynamic Optimized Theta, CES and ARIMA, stats.py); ``comb`` is the
+equal-weight mean of ARIMA, ETS, CES and Dynamic Optimized Theta."""
 from __future__ import annotations
 
 import numpy as np
 
-from .forecasters import Forecast, Mean, Naive, Ridge, SeasonalNaive
+from .forecasters import Combination, Forecast, Mean, Naive, Naive2, Ridge, SeasonalNaive
 from .stats import Stat
 
 
@@ -36,11 +37,21 @@ def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bo
             else:
                 unavailable[name] = "no season"
                 out.append(Unavailable(name, unavailable[name]))
+        elif name == "naive2":
+            out.append(Naive2(season))
         elif name == "mean":
             out.append(Mean())
+        elif name == "comb":
+            continue   # after the others, below
         elif name == "ridge":
             out += [Ridge(ridge_alpha)] + ([Ridge(ridge_alpha, features=True)] if features
                                            else [])
         else:
             out.append(Stat(name, season, jobs))
+    if "comb" in names:  # its members fitted too (and scored) where the list does not name them
+        out += [Stat(m, season, jobs) for m in COMB if m not in names]
+        out.append(Combination("comb", list(COMB)))
     return out, unavailable
+
+
+COMB = ("arima", "ets", "ces", "dot")  # the equal-weight mean StatsForecast's M3 benchmark uses

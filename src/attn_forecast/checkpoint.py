@@ -18,8 +18,11 @@ from .model import Ensemble, ModelSettings, build_model
 def save(path: str | Path, model: nn.Module, extra: dict) -> None:
     """Write the checkpoint atomically; ``extra``: plain data (the prepared data's record,
     the history...)."""
-    payload = {"settings": model.settings.to_dict(),
-               "members": len(model.members) if isinstance(model, Ensemble) else 1,
+    members = list(model.members) if isinstance(model, Ensemble) else [model]
+    payload = {"settings": model.settings.to_dict(), "members": len(members),
+               # an ensemble over lookbacks: each member's own settings (its window)
+               **({"member_settings": [m.settings.to_dict() for m in members]}
+                  if any(m.settings != members[0].settings for m in members) else {}),
                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                **extra}
     buf = io.BytesIO()  # a buffer names the zip's inner folder "archive", not the temp file
@@ -51,9 +54,12 @@ def read(path: str | Path, what: str = "--model") -> dict:
 
 def model_from(payload: dict, device: str | torch.device = "cpu") -> nn.Module:
     """The model a checkpoint's payload describes, with its weights, in eval mode."""
-    settings = dict(payload["settings"])
-    settings["quantiles"] = tuple(settings.get("quantiles", ()))
-    model = build_model(ModelSettings(**settings), payload.get("members", 1))
+    def settings(d: dict) -> ModelSettings:
+        return ModelSettings(**{**d, "quantiles": tuple(d.get("quantiles", ()))})
+    if "member_settings" in payload:
+        model = build_model([settings(d) for d in payload["member_settings"]])
+    else:
+        model = build_model(settings(payload["settings"]), payload.get("members", 1))
     model.load_state_dict(payload["state_dict"])
     return model.to(device).eval()
 

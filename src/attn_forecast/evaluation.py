@@ -38,7 +38,8 @@ class Evaluation:
 def units(store: Store) -> np.ndarray:
     """Each series' in-sample naive error relative to their mean (1 for one series): the
     unit that pools errors of series on other scales."""
-    u = np.array([M.naive_scale(store.train_levels(i)) for i in range(store.n_series)])
+    u = np.array([M.naive_scale(store.train_levels(i), int(lag))
+                  for i, lag in enumerate(store.lags())])
     u = np.where(u > 0, u, np.nan)
     u = np.where(np.isfinite(u), u, np.nanmean(u) if np.isfinite(u).any() else 1.0)
     return u / np.mean(u)
@@ -82,8 +83,8 @@ def _seeds(members: np.ndarray, table_for) -> dict:
         agg = M.aggregate(table_for(m), ["m"])["m"]
         key = "mase_mean" if "mase_mean" in agg else "rmse"
         scores.append(agg[key])
-    return {f"{key}_mean": float(np.mean(scores)), f"{key}_std": float(np.std(scores)),
-            key: [float(s) for s in scores]}
+    return {"score": key, "mean": float(np.mean(scores)), "std": float(np.std(scores)),
+            "values": [float(s) for s in scores]}
 
 
 def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, conformal: str = "none"
@@ -101,7 +102,7 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, conforma
 
     def table_for(forecasts: dict) -> pd.DataFrame:
         return M.per_series(store.ids, sid, actual, last, forecasts, store.train_levels, signal,
-                            noise_var)
+                            noise_var, store.lags())
     table = table_for(fitted)
     metrics: dict = M.aggregate(table, list(points))
     unit = units(store)
@@ -115,6 +116,8 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, conforma
         for col, values in dm.items():
             table[col] = pd.array(values, dtype="Float64").to_numpy(dtype=float,
                                                                      na_value=np.nan)
+        if store.n_series > 1:   # how often the model wins, series by series
+            metrics["sign_test"] = M.sign_test(table)
         members = fs.forecasts["model"]["test"].members
         if members is not None and len(members) > 1:
             metrics["model_seeds"] = _seeds(members, lambda m: table_for({"m": m}))

@@ -11,12 +11,13 @@ WEIGHT_WINDOWS = 10_000  # test windows the mean weights average over, at most (
 
 
 def attention_weights(model, z, ends, window: int, horizon: int, side=None,
-                      batch: int = 2048) -> np.ndarray | None:
+                      batch: int = 2048, rows=None) -> np.ndarray | None:
     """The mean weights over the windows ``ends`` (a torch tensor), (L, heads, T, T): T
-    tokens (one per step, or one per patch); None for a model without attention."""
+    tokens (one per step, or one per patch); None for a model without attention. ``rows``:
+    the windows' series (train.Rows), where windows may be padded."""
     import torch
 
-    from .windows import gather, gather_side
+    from .train import inputs
     if getattr(model, "blocks", None) is None or not len(ends):
         return None
     model.eval()
@@ -24,8 +25,9 @@ def attention_weights(model, z, ends, window: int, horizon: int, side=None,
     with torch.no_grad():
         for i in range(0, len(ends), batch):
             e = ends[i:i + batch]
-            x, _ = gather(z, e, window, horizon)
-            _, weights = model(x, need_weights=True, cal=gather_side(side, e, window, horizon))
+            x, _, c, seen = inputs(z, side, e, window, horizon,
+                                   rows.first(e) if rows is not None else None)
+            _, weights = model(x, need_weights=True, cal=c, seen=seen)
             s = torch.stack(weights, dim=1).double().sum(dim=0)   # (L, heads, T, T)
             total = s if total is None else total + s
     return (total / len(ends)).cpu().numpy()
@@ -65,8 +67,9 @@ def median_series(store, ends: np.ndarray, point: np.ndarray) -> int:
     from .metrics import mae, naive_scale, series_slices
     sid = store.series_of(ends)
     scores = []
+    lags = store.lags()
     for i, r in series_slices(sid):
-        scale = naive_scale(store.train_levels(i))
+        scale = naive_scale(store.train_levels(i), int(lags[i]))
         scores.append((mae(store.targets(ends[r]), point[r]) / scale if scale > 0 else np.inf, i))
     order = sorted(range(len(scores)), key=lambda k: (scores[k][0], k))
     finite = sum(np.isfinite(s) for s, _ in scores) or len(scores)
@@ -79,17 +82,19 @@ def explain(model, store, ends: np.ndarray, point: np.ndarray, device) -> dict:
     window; empty arrays for a model without attention."""
     import torch
 
+    from .train import rows_of
     from .windows import spread
     z = torch.from_numpy(np.asarray(store.z)).to(device)
     side = torch.from_numpy(np.asarray(store.side)).to(device) if store.side is not None \
         else None
-    W, H = store.window, store.horizon
+    W, H, rows = model.settings.window, store.horizon, rows_of(store, device)
     sample = torch.from_numpy(spread(ends, WEIGHT_WINDOWS)).to(device)
-    mean = attention_weights(model, z, sample, W, H, side)
+    mean = attention_weights(model, z, sample, W, H, side, rows=rows)
     if mean is None:
         empty = np.zeros((0, 0, W, W))
         return {"mean": empty, "example": empty}
     i = median_series(store, ends, point)
     first = ends[store.series_of(ends) == i][:1]
-    example = attention_weights(model, z, torch.from_numpy(first).to(device), W, H, side)
+    example = attention_weights(model, z, torch.from_numpy(first).to(device), W, H, side,
+                                rows=rows)
     return {"mean": mean, "example": example}

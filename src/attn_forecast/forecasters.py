@@ -82,6 +82,68 @@ class SeasonalNaive:
         return Forecast(np.where(rows >= start, store.levels[np.maximum(rows, start)], np.nan))
 
 
+def seasonal_indices(y: np.ndarray, m: int) -> np.ndarray | None:
+    """The multiplicative seasonal indices (m,) of ``y`` by classical decomposition (a
+    centered moving average, 2 x m for an even m), or None where the M4 competition's 90 %
+    autocorrelation test at lag m finds no season (or there are fewer than 3 m values)."""
+    y = np.asarray(y, dtype=np.float64)
+    n = len(y)
+    if m < 2 or n < 3 * m or (y <= 0).any():
+        return None
+    d = y - y.mean()
+    acf = np.array([np.sum(d[k:] * d[:n - k]) for k in range(1, m + 1)]) / np.sum(d * d)
+    limit = 1.645 / np.sqrt(n) * np.sqrt(1 + 2 * np.sum(acf[:m - 1] ** 2))
+    if not abs(acf[m - 1]) > limit:
+        return None
+    w = np.r_[0.5, np.ones(m - 1), 0.5] / m if m % 2 == 0 else np.ones(m) / m
+    trend = np.convolve(y, w, mode="valid")
+    start = len(w) // 2
+    ratio = y[start:start + len(trend)] / trend
+    pos = np.arange(start, start + len(trend)) % m
+    si = np.array([ratio[pos == k].mean() for k in range(m)])
+    return si / si.mean()
+
+
+class Naive2:
+    """The M4 competition's Naive2: the last value of the seasonally adjusted series (its
+    multiplicative seasonal indices from the training part, where the 90 % test finds a
+    season), seasonality put back; plain naive otherwise. OWA is relative to it."""
+    name = "naive2"
+
+    def __init__(self, season: int) -> None:
+        self.season = season
+
+    def fit(self, store):
+        self.si = [seasonal_indices(store.train_levels(i), self.season)
+                   for i in range(store.n_series)]
+        return []
+
+    def forecast(self, store, ends, taus=()):
+        point = np.repeat(store.last(ends)[:, None], store.horizon, axis=1)
+        sid = store.series_of(ends)
+        k = np.arange(1, store.horizon + 1)
+        for i in np.unique(sid):
+            si = self.si[i]
+            if si is None:
+                continue
+            r = np.flatnonzero(sid == i)
+            t = ends[r] - 1 - store.offsets[i] - store.cuts.train_start[i]   # last known, own
+            m = self.season
+            point[r] = (store.last(ends[r]) / si[t % m])[:, None] * si[(t[:, None] + k) % m]
+        return Forecast(point)
+
+
+class Combination:
+    """The equal-weight mean of other forecasters' point forecasts (Comb: ARIMA, ETS, CES and
+    Dynamic Optimized Theta; model+comb: the model and Comb)."""
+
+    def __init__(self, name: str, members: list[str]) -> None:
+        self.name, self.members = name, list(members)
+
+    def combine(self, points: dict[str, np.ndarray]) -> np.ndarray:
+        return np.mean([points[m] for m in self.members], axis=0)
+
+
 class Mean:
     name = "mean"
 
@@ -183,6 +245,9 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
     out: dict[str, dict[str, Forecast | None]] = {}
     warnings: list[str] = []
     for f in forecasters:
+        if isinstance(f, Combination):
+            out[f.name] = {part: combined(out, f, part) for part in ends}
+            continue
         warnings += f.fit(store)
         fc = f.forecast(store, every, taus)
         warnings += fc.warnings
@@ -190,6 +255,23 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
         out[f.name] = dict.fromkeys(ends) if failed else \
             dict(zip(ends, _split(fc, [len(e) for e in ends.values()])))
     return ForecastSet(ends, out, tuple(taus), warnings, dict(record or {}))
+
+
+def combined(forecasts: dict, c: Combination, part: str) -> Forecast | None:
+    """The combination's forecast of one part, from its members' (None if one is missing)."""
+    got = {m: forecasts.get(m, {}).get(part) for m in c.members}
+    if any(f is None for f in got.values()):
+        return None
+    return Forecast(c.combine({m: f.point for m, f in got.items()}))
+
+
+def with_combinations(fs: ForecastSet, names: list[str]) -> ForecastSet:
+    """``fs`` with each of ``names`` (``model+comb``: forecasters joined by +) added, the
+    equal-weight mean of those forecasters."""
+    for name in names:
+        c = Combination(name, name.split("+"))
+        fs.forecasts[name] = {part: combined(fs.forecasts, c, part) for part in fs.ends}
+    return fs
 
 
 def save(path: str | Path, fs: ForecastSet) -> None:

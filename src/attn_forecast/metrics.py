@@ -75,9 +75,11 @@ def smape(y: np.ndarray, p: np.ndarray) -> float:
     return float(100 * np.mean(terms))
 
 
-def naive_scale(train_levels: np.ndarray) -> float:
-    """In-sample one-step naive MAE on the training part: MASE's denominator."""
-    return float(np.mean(np.abs(np.diff(train_levels)))) if len(train_levels) > 1 else 0.0
+def naive_scale(train_levels: np.ndarray, lag: int = 1) -> float:
+    """In-sample naive MAE of the training part at ``lag`` (1, or the seasonal period: the
+    M4 definition): MASE's denominator."""
+    v = np.asarray(train_levels)
+    return float(np.mean(np.abs(v[lag:] - v[:-lag]))) if len(v) > lag else 0.0
 
 
 def mase(y: np.ndarray, p: np.ndarray, scale: float) -> float | None:
@@ -96,11 +98,12 @@ def directional_accuracy(y: np.ndarray, p: np.ndarray, last: np.ndarray) -> floa
 
 def score(y: np.ndarray, p: np.ndarray, last: np.ndarray, *, train_levels: np.ndarray,
           signal: np.ndarray | None, noise_var: float | None,
-          naive_rmse: float | None) -> dict:
-    """All metrics of one forecaster; keys are ``dvc exp show`` columns (``model.rmse``)."""
+          naive_rmse: float | None, lag: int = 1) -> dict:
+    """All metrics of one forecaster; keys are ``dvc exp show`` columns (``model.rmse``).
+    ``lag``: of the in-sample naive error MASE is scaled by (1, or the seasonal period)."""
     out = {
         "mse": mse(y, p), "rmse": rmse(y, p), "mae": mae(y, p), "mape": mape(y, p),
-        "smape": smape(y, p), "mase": mase(y, p, naive_scale(train_levels)), "r2": r2(y, p),
+        "smape": smape(y, p), "mase": mase(y, p, naive_scale(train_levels, lag)), "r2": r2(y, p),
         "directional_accuracy": directional_accuracy(y, p, last),
         "skill_vs_naive": (1 - rmse(y, p) / naive_rmse) if naive_rmse else None,
         "signal_rmse": rmse(signal, p) if signal is not None else None,
@@ -131,12 +134,11 @@ def series_slices(sid: np.ndarray) -> list[tuple[int, slice]]:
 
 def per_series(ids: np.ndarray, sid: np.ndarray, actual: np.ndarray, last: np.ndarray,
                forecasts: dict[str, np.ndarray], train_levels, signal: np.ndarray | None,
-               noise_var: float | None):
+               noise_var: float | None, lags: np.ndarray | None = None):
     """A DataFrame of one row per series with test windows: ``id, n_test`` and every
-    forecaster's
-    :func:`score` over that series' windows (``model_rmse``, ``naive_mase``...).
-    ``train_levels(i)``: series i's training part (MASE's scale); ``signal``: the noise-free
-    targets (N, H), if known."""
+    forecaster's :func:`score` over that series' windows (``model_rmse``, ``naive_mase``...).
+    ``train_levels(i)``: series i's training part and ``lags[i]`` its naive lag (MASE's
+    scale); ``signal``: the noise-free targets (N, H), if known."""
     import pandas as pd
     rows = []
     for i, r in series_slices(sid):
@@ -146,7 +148,7 @@ def per_series(ids: np.ndarray, sid: np.ndarray, actual: np.ndarray, last: np.nd
         for name, f in forecasts.items():
             sc = score(y, f[r], last[r], train_levels=train_levels(i),
                        signal=None if signal is None else signal[r], noise_var=noise_var,
-                       naive_rmse=naive)
+                       naive_rmse=naive, lag=int(lags[i]) if lags is not None else 1)
             row.update({f"{name}_{k}": v for k, v in sc.items()})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -182,6 +184,12 @@ def aggregate(table, names: list[str]) -> dict:
             both = np.isfinite(mase_) & np.isfinite(naive)
             m["beats_naive"] = float(np.mean(mase_[both] < naive[both])) if both.any() else None
         out[name] = m
+    for name, m in out.items():   # OWA: relative to Naive2, as the M4 competition scores it
+        two = out.get("naive2")
+        if isinstance(m, dict) and isinstance(two, dict):
+            keys = ("smape_mean", "mase_mean") if "smape_mean" in m else ("smape", "mase")
+            if all(m.get(k) is not None and two.get(k) for k in keys):
+                m["owa"] = 0.5 * (m[keys[0]] / two[keys[0]] + m[keys[1]] / two[keys[1]])
     return out
 
 
@@ -190,7 +198,7 @@ def _none(v):
         (float(v) if isinstance(v, (float, np.floating)) else v)
 
 
-HEADLINE_ONE = ("rmse", "mase", "signal_rmse")
+HEADLINE_ONE = ("rmse", "mase", "signal_rmse", "owa")
 HEADLINE_MANY = ("mase_mean", "smape_mean", "owa")
 
 
@@ -204,6 +212,26 @@ def headline(agg: dict) -> dict:
             continue
         keys = HEADLINE_MANY if "mase_mean" in m else HEADLINE_ONE
         out[name] = {k: m[k] for k in keys if m.get(k) is not None}
+    return out
+
+
+def sign_test(table, against: str = "model", metric: str = "smape") -> dict:
+    """Series by series, how often ``against`` scores below each other forecaster on
+    ``metric``, and the two-sided sign test of that share (ties left out): ``{name: {"share",
+    "wins", "n", "p_value"}}``."""
+    from scipy.special import bdtr   # the binomial CDF
+    if f"{against}_{metric}" not in table:
+        return {}
+    a = table[f"{against}_{metric}"].to_numpy(float)
+    out = {}
+    for name in (c[:-len(metric) - 1] for c in table.columns if c.endswith(f"_{metric}")):
+        if name == against:
+            continue
+        b = table[f"{name}_{metric}"].to_numpy(float)
+        ok = np.isfinite(a) & np.isfinite(b) & (a != b)
+        n, wins = int(ok.sum()), int((a[ok] < b[ok]).sum())
+        p = float(min(1.0, 2 * bdtr(min(wins, n - wins), n, 0.5))) if n else None
+        out[name] = {"share": wins / n if n else None, "wins": wins, "n": n, "p_value": p}
     return out
 
 

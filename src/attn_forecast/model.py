@@ -89,9 +89,13 @@ class ModelSettings:
 
 class InstanceNorm(nn.Module):
     """Reversible per-window normalization of the values: ``revin`` (mean and std of the
-    window, learned affine optional), ``last`` (minus the window's last value), or
-    ``seasonal`` (minus the last value on the way in; on the way out each step is added to the
-    value one season before it, so the model forecasts the change from seasonal naive)."""
+    window, learned affine optional), ``last`` (minus the window's last value), ``seasonal``
+    (minus the last value on the way in; on the way out each step is added to the value one
+    season before it, so the model forecasts the change from seasonal naive), ``mean``
+    (divided by the window's mean absolute value: relative units, as DeepAR and Chronos scale),
+    or ``delta`` (minus the last value, divided by the window's mean absolute one-step change:
+    the change from the last value in units of the series' typical move).
+    Statistics are over the steps that hold values (``seen``); padding becomes 0."""
 
     def __init__(self, kind: str, affine: bool, eps: float = 1e-5, season: int = 0,
                  horizon: int = 1) -> None:
@@ -102,8 +106,13 @@ class InstanceNorm(nn.Module):
             self.gamma = nn.Parameter(torch.ones(1))
             self.beta = nn.Parameter(torch.zeros(1))
 
-    def normalize(self, x: torch.Tensor) -> tuple[torch.Tensor, tuple]:
+    def normalize(self, x: torch.Tensor, seen: torch.Tensor | None = None
+                  ) -> tuple[torch.Tensor, tuple]:
         """x (B, W) -> normalized x and the statistics to undo it with."""
+        out, stats = self._normalize(x, seen)
+        return (out if seen is None else out * seen), stats
+
+    def _normalize(self, x: torch.Tensor, seen: torch.Tensor | None) -> tuple:
         if self.kind == "last":
             center = x[:, -1:]
             return x - center, (center, None)
@@ -111,8 +120,29 @@ class InstanceNorm(nn.Module):
             W, m = x.shape[1], self.season
             anchor = x[:, W - m:W - m + self.horizon]                 # (B, H), H <= m
             return x - x[:, -1:], (anchor, None)
-        center = x.mean(dim=1, keepdim=True)                        # (B, 1)
-        scale = torch.sqrt(x.var(dim=1, keepdim=True, unbiased=False) + self.eps)
+        if seen is None:
+            mean = lambda v: v.mean(dim=1, keepdim=True)  # noqa: E731
+        else:
+            n = seen.sum(dim=1, keepdim=True)
+            mean = lambda v: (v * seen).sum(dim=1, keepdim=True) / n  # noqa: E731
+        if self.kind == "delta":   # the change from the last value, in units of a move
+            step = (x[:, 1:] - x[:, :-1]).abs()
+            if seen is None:
+                move = step.mean(dim=1, keepdim=True)
+            else:
+                both = seen[:, 1:] & seen[:, :-1]
+                move = (step * both).sum(dim=1, keepdim=True) \
+                    / both.sum(dim=1, keepdim=True).clamp_min(1)
+            scale = move + self.eps + 1e-3 * x[:, -1:].abs()
+            return (x - x[:, -1:]) / scale, (x[:, -1:], scale)
+        if self.kind == "mean":
+            scale = mean(x.abs()) + self.eps                          # (B, 1)
+            return x / scale, (None, scale)
+        center = mean(x)                                              # (B, 1)
+        if seen is None:
+            scale = torch.sqrt(x.var(dim=1, keepdim=True, unbiased=False) + self.eps)
+        else:
+            scale = torch.sqrt(mean((x - center) ** 2) + self.eps)
         out = (x - center) / scale
         return (out * self.gamma + self.beta if self.affine else out), (center, scale)
 
@@ -121,10 +151,14 @@ class InstanceNorm(nn.Module):
         and spread."""
         center, scale = stats
         if y.dim() == 3:  # quantiles: the same statistics for each of them
-            center = center.unsqueeze(-1)
+            center = center.unsqueeze(-1) if center is not None else None
             scale = scale.unsqueeze(-1) if scale is not None else None
         if self.kind in ("last", "seasonal"):
             return y + center
+        if self.kind == "mean":
+            return y * scale
+        if self.kind == "delta":
+            return y * scale + center
         if self.affine:
             y = (y - self.beta) / (self.gamma + self.eps * self.eps)
         return y * scale + center
@@ -175,6 +209,13 @@ def _with_future(pooled: torch.Tensor, cal: tuple | None, s: ModelSettings) -> t
     return torch.cat([pooled, cal[1][..., :s.n_time_features].flatten(1)], dim=1)
 
 
+def _normalized(m: nn.Module, x: torch.Tensor, seen: torch.Tensor | None) -> tuple:
+    """The window after the instance norm (and its statistics, or None); padding is 0."""
+    if m.inorm is not None:
+        return m.inorm.normalize(x, seen)
+    return (x if seen is None else x * seen), None
+
+
 def _finish(m: nn.Module, pooled: torch.Tensor, x: torch.Tensor, cal: tuple | None,
             stats, quantiles: bool) -> torch.Tensor:
     """What both forecasters do after pooling: the head (beside the target times' calendar),
@@ -199,11 +240,11 @@ class Block(nn.Module):
             self.ffn = nn.Sequential(nn.Linear(s.d_model, s.ffn_dim), nn.ReLU(),
                                      nn.Linear(s.ffn_dim, s.d_model))
 
-    def forward(self, x: torch.Tensor, need_weights: bool):
+    def forward(self, x: torch.Tensor, need_weights: bool, keep: torch.Tensor | None = None):
         if not self.residual:
-            out, w = self.attn(x, need_weights)
+            out, w = self.attn(x, need_weights, keep)
             return self.drop(out), w
-        out, w = self.attn(self.norm1(x), need_weights)
+        out, w = self.attn(self.norm1(x), need_weights, keep)
         x = x + self.drop(out)
         return x + self.drop(self.ffn(self.norm2(x))), w
 
@@ -239,20 +280,29 @@ class AttentionForecaster(nn.Module):
         return tok
 
     def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None,
-                quantiles: bool = False):
+                quantiles: bool = False, seen: torch.Tensor | None = None):
         """x (B, W) -> prediction (B, H), and per layer the weights (B, heads, T, T).
         ``cal``: (inputs (B, W, C), targets (B, H, C)) calendar features, or None.
-        ``quantiles``: return the quantiles (B, H, Q) instead (Q = 1 for a point model)."""
-        stats = None
-        if self.inorm is not None:
-            x, stats = self.inorm.normalize(x)
+        ``quantiles``: return the quantiles (B, H, Q) instead (Q = 1 for a point model).
+        ``seen`` (B, W) bool: the input steps that hold values; the others are padding, never
+        attended to nor pooled (a token of several steps counts if one of them is seen)."""
+        x, stats = _normalized(self, x, seen)
+        keep = None
+        if seen is not None:
+            p, stride = self.settings.patch
+            keep = seen.unfold(1, p, stride).any(dim=-1) if p > 1 else seen     # (B, T)
         h = self.embedding(self.tokens(x, cal)) + self.pos  # (B, T, d)
         weights = []
         for block in self.blocks:
-            h, w = block(h, need_weights)
+            h, w = block(h, need_weights, keep)
             weights.append(w)
         h = self.norm(h)
-        pooled = h[:, -1] if self.settings.pooling == "last" else h.mean(dim=1)  # (B, d)
+        if self.settings.pooling == "last":
+            pooled = h[:, -1]                                                   # (B, d)
+        elif keep is None:
+            pooled = h.mean(dim=1)
+        else:
+            pooled = (h * keep[..., None]).sum(dim=1) / keep.sum(dim=1, keepdim=True)
         return _finish(self, pooled, x, cal, stats, quantiles), \
             (weights if need_weights else None)
 
@@ -271,10 +321,8 @@ class LSTMForecaster(nn.Module):
         self.highway = nn.Linear(s.window, s.horizon) if s.highway else None
 
     def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None,
-                quantiles: bool = False):
-        stats = None
-        if self.inorm is not None:
-            x, stats = self.inorm.normalize(x)
+                quantiles: bool = False, seen: torch.Tensor | None = None):
+        x, stats = _normalized(self, x, seen)
         inp = x.unsqueeze(-1) if cal is None else torch.cat([x.unsqueeze(-1), cal[0]], dim=-1)
         out, _ = self.lstm(inp)  # (B, W, d)
         pooled = out[:, -1] if self.settings.pooling == "last" else out.mean(dim=1)
@@ -282,27 +330,37 @@ class LSTMForecaster(nn.Module):
 
 
 class Ensemble(nn.Module):
-    """The mean forecast of several models with the same settings and other seeds
-    (``train.ensemble``); the attention weights it reports are the first member's."""
+    """The mean forecast of several models: other seeds (``train.ensemble``) and other
+    windows (``model.lookbacks``: a member of a shorter window reads the newest steps of the
+    window). The first member has the longest window; the attention weights it reports, and
+    its settings, are the ensemble's."""
 
     def __init__(self, members: list[nn.Module]) -> None:
         super().__init__()
         self.members = nn.ModuleList(members)
         self.settings = members[0].settings
+        assert all(m.settings.window <= self.settings.window for m in members), "longest first"
 
     @property
     def blocks(self):  # the first member's attention blocks (None for an LSTM)
         return getattr(self.members[0], "blocks", None)
 
     def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None,
-                quantiles: bool = False):
-        outs = [m(x, need_weights and i == 0, cal, quantiles)
-                for i, m in enumerate(self.members)]
+                quantiles: bool = False, seen: torch.Tensor | None = None):
+        outs = []
+        for i, m in enumerate(self.members):
+            w = m.settings.window
+            c = (cal[0][:, -w:], cal[1]) if cal is not None else None
+            outs.append(m(x[:, -w:], need_weights and i == 0, c, quantiles,
+                          seen[:, -w:] if seen is not None else None))
         return torch.stack([o[0] for o in outs]).mean(dim=0), outs[0][1]
 
 
-def build_model(s: ModelSettings, members: int = 1) -> nn.Module:
-    """The model ``s`` describes; an :class:`Ensemble` of ``members`` of them if > 1."""
+def build_model(s: ModelSettings | list[ModelSettings], members: int = 1) -> nn.Module:
+    """The model ``s`` describes; an :class:`Ensemble` of ``members`` of them if > 1, or of
+    one member per settings in a list."""
+    if isinstance(s, list):
+        return Ensemble([build_model(m) for m in s]) if len(s) > 1 else build_model(s[0])
     if members > 1:
         return Ensemble([build_model(s) for _ in range(members)])
     return AttentionForecaster(s) if s.kind == "attention" else LSTMForecaster(s)

@@ -59,7 +59,7 @@ def _sep(v: Any) -> Any:
 
 
 class DataParams(_Section):
-    kind: Literal["sine", "seasonal", "random_walk", "csv", "panel"] = "sine"
+    kind: Literal["sine", "seasonal", "random_walk", "csv", "panel", "competition"] = "sine"
     n_points: Int = Field(300, ge=2)          # points (panel: per series, at most)
     n_series: Int = Field(50, ge=1)           # panel: related series, each on its own scale
     panel_min_points: Int = Field(0, ge=0)    # panel: lengths from [this, n_points]; 0 = all
@@ -85,6 +85,11 @@ class DataParams(_Section):
     csv_feature_columns: list[str] = Field(default_factory=list)
     csv_id_column: str = ""                   # a long-format file's id column ('' = one series)
     time_gaps: Literal["error", "allow"] = "error"  # a time column must be regular, or allow
+    # competition: every series of one subset, each with the competition's test part (its
+    # horizon) or, holdout validation, the last horizon of its train part (for choosing)
+    competition: Literal["m3", "m1", "tourism"] = "m3"
+    subset: Literal["yearly", "quarterly", "monthly", "other"] = "monthly"
+    holdout: Literal["test", "validation"] = "test"
 
 
 TIME_FEATURES = ("minute", "hour", "dayofweek", "dayofmonth", "dayofyear", "month")
@@ -97,6 +102,8 @@ class PrepareParams(_Section):
     horizon: Int = Field(1, ge=1)
     test_frac: Float = Field(0.2, gt=0, lt=1)
     val_frac: Float = Field(0.0, ge=0, lt=1)   # validation (early stopping, best epoch)
+    # a window needs this many input values, the earlier steps padded and masked; 0 = whole
+    min_context: Int = Field(0, ge=0)
     cal_frac: Float = Field(0.0, ge=0, lt=1)   # calibration (conformal intervals)
     scaler: Literal["zscore", "minmax", "none"] = "zscore"
     transform: Literal["none", "diff", "log_return"] = "none"
@@ -116,11 +123,13 @@ class ModelParams(_Section):
     pooling: Literal["last", "mean"] = "mean"
     dropout: Float = Field(0.0, ge=0, lt=1)
     # per-window, reversible; seasonal: the change from seasonal naive (without a season: last)
-    instance_norm: Literal["none", "revin", "last", "seasonal"] = "none"
+    instance_norm: Literal["none", "revin", "last", "seasonal", "mean", "delta"] = "none"
     revin_affine: Bool = True
     patch_len: Int = Field(0, ge=0)     # steps per token (PatchTST); 0 = one token per step
     patch_stride: Int = Field(0, ge=0)  # steps between tokens; 0 = patch_len
     highway: Bool = False               # + a linear forecast from the window (LSTNet)
+    lookbacks: list[Annotated[Int, Field(ge=1)]] = Field(default_factory=list)  # windows of
+    #                                   an ensemble over lookbacks; [] = prepare.window alone
     quantiles: list[Annotated[Float, Field(gt=0, lt=1)]] = Field(default_factory=list)
 
 
@@ -132,7 +141,7 @@ class TrainParams(_Section):
     max_steps: Int = Field(0, ge=0)    # stop after this many optimizer steps (0 = epochs only)
     optimizer: Literal["adam", "adamw"] = "adam"
     weight_decay: Float = Field(0.0, ge=0)
-    loss: Literal["mse", "mae", "huber"] = "mse"
+    loss: Literal["mse", "mae", "huber", "smape", "mase"] = "mse"
     scheduler: Literal["none", "step", "cosine"] = "none"
     step_size: Int = Field(100, ge=1)
     gamma: Float = Field(0.5, gt=0, le=1)
@@ -152,8 +161,10 @@ class TrainParams(_Section):
     live: Bool = False                 # log every epoch through DVCLive into dvclive/
 
 
-BASELINES = ("naive", "seasonal_naive", "mean", "ridge", "ets", "theta", "arima")
-Baseline = Literal["naive", "seasonal_naive", "mean", "ridge", "ets", "theta", "arima"]
+BASELINES = ("naive", "seasonal_naive", "naive2", "mean", "ridge", "ses", "ets", "theta",
+             "dot", "ces", "arima", "comb")
+Baseline = Literal["naive", "seasonal_naive", "naive2", "mean", "ridge", "ses", "ets", "theta",
+                   "dot", "ces", "arima", "comb"]
 
 
 class EvaluateParams(_Section):
@@ -162,6 +173,9 @@ class EvaluateParams(_Section):
     baselines: list[Baseline] = Field(
         default_factory=lambda: ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta"])
     conformal: Literal["none", "split"] = "none"  # split: calibrate on the calibration part
+    # forecasters averaged into one more, named by their names: model+comb, model+ets+theta
+    combinations: list[Annotated[str, Field(pattern=r"^\w+(\+\w+)+$")]] = \
+        Field(default_factory=list)
 
 
 class BacktestParams(_Section):
@@ -198,6 +212,7 @@ _WHAT = {
     "list_type": "a list",
     "value_error": "a number",
     "finite_number": "a finite number",
+    "string_pattern_mismatch": "names of forecasters joined by + (e.g. model+comb)",
 }
 _BOUND = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
           "less_than_equal": "<="}
@@ -247,98 +262,6 @@ def _one_line(err: ValidationError) -> str:
     return f"params.yaml: {key} must be {what}, got {got!r}"
 
 
-def _check_combinations(p: Params) -> None:
-    """Rules that span keys; sizes of the data are checked where the data is known."""
-    pp, m, d = p.prepare, p.model, p.data
-    if pp.test_frac + pp.val_frac + pp.cal_frac >= 1:
-        raise ParamsError("params.yaml: prepare.test_frac + prepare.val_frac + prepare.cal_frac "
-                          f"must be < 1, got {pp.test_frac} + {pp.val_frac} + {pp.cal_frac}")
-    if m.kind == "attention" and m.d_model % m.n_heads:
-        raise ParamsError(f"params.yaml: model.d_model ({m.d_model}) must be divisible by "
-                          f"model.n_heads ({m.n_heads})")
-    if p.train.patience and pp.val_frac == 0:
-        raise ParamsError("params.yaml: train.patience needs a validation part: set "
-                          f"prepare.val_frac > 0 (got {pp.val_frac}) or train.patience 0")
-    if p.evaluate.conformal == "split" and pp.cal_frac == 0:
-        raise ParamsError(
-            "params.yaml: evaluate.conformal split calibrates on windows the model neither "
-            "trained on nor was selected on: set prepare.cal_frac > 0 (e.g. 0.1) or "
-            "evaluate.conformal none")
-    q = m.quantiles
-    if q and (sorted(set(q)) != list(q) or 0.5 not in q or len(q) < 2):
-        raise ParamsError(
-            "params.yaml: model.quantiles must be increasing, hold 0.5 (the point forecast) "
-            f"and at least one other level, e.g. [0.1, 0.5, 0.9]; got {list(q)}")
-    dup = sorted({b for b in p.evaluate.baselines if p.evaluate.baselines.count(b) > 1})
-    if dup:
-        raise ParamsError(f"params.yaml: evaluate.baselines lists {', '.join(dup)} twice")
-    if d.csv_decimal == d.csv_thousands or d.csv_decimal == d.csv_sep:
-        raise ParamsError(
-            f"params.yaml: data.csv_decimal ({d.csv_decimal!r}) must differ from "
-            f"data.csv_sep ({d.csv_sep!r}) and data.csv_thousands ({d.csv_thousands!r})")
-    if len(d.csv_sep) > 1:
-        raise ParamsError(f"params.yaml: data.csv_sep must be one character (a tab: '\\t'), "
-                          f"got {d.csv_sep!r}")
-    if d.csv_time_format != "auto" and "%" not in d.csv_time_format:
-        raise ParamsError("params.yaml: data.csv_time_format must be auto or a strftime "
-                          f"format such as '%d/%m/%Y', got {d.csv_time_format!r}")
-    feats, tf = d.csv_feature_columns, pp.feature_transforms
-    if feats and d.kind != "csv":
-        raise ParamsError("params.yaml: data.csv_feature_columns needs data.kind csv, got "
-                          f"{d.kind!r}; set data.csv_feature_columns to []")
-    named = (d.csv_column, d.csv_time_column, d.csv_id_column)
-    clash = [c for c in feats if feats.count(c) > 1 or c in named or not c.strip()]
-    if clash:
-        raise ParamsError(
-            f"params.yaml: data.csv_feature_columns must name distinct columns other than "
-            f"data.csv_column, data.csv_time_column and data.csv_id_column, got "
-            f"{clash[0]!r} in {feats}")
-    if d.csv_id_column and d.csv_id_column in (d.csv_column, d.csv_time_column):
-        raise ParamsError("params.yaml: data.csv_id_column must differ from data.csv_column and "
-                          f"data.csv_time_column, got {d.csv_id_column!r}")
-    if tf and len(tf) != len(feats):
-        raise ParamsError(
-            f"params.yaml: prepare.feature_transforms must be [] or hold one transform per "
-            f"data.csv_feature_columns entry ({len(feats)}), got {len(tf)}: {tf}")
-    if feats and m.kind == "attention" and m.patch_len > 1:
-        raise ParamsError("params.yaml: data.csv_feature_columns works with one token per step "
-                          f"(model.patch_len 0 or 1), got model.patch_len {m.patch_len}")
-    if d.kind == "csv" and not d.csv_path:
-        raise ParamsError("params.yaml: data.csv_path must name a CSV file when data.kind is csv")
-    if m.positional == "sinusoidal" and m.kind == "attention" and m.d_model % 2:
-        raise ParamsError("params.yaml: model.d_model must be even with sinusoidal positions, "
-                          f"got {m.d_model}")
-    if m.patch_len and m.kind != "attention":
-        raise ParamsError("params.yaml: model.patch_len needs model.kind attention, got "
-                          f"{m.kind!r}; set model.patch_len 0")
-    if m.patch_stride and not m.patch_len:
-        raise ParamsError("params.yaml: model.patch_stride needs model.patch_len > 0")
-    if m.patch_len and m.patch_stride > m.patch_len:
-        raise ParamsError(f"params.yaml: model.patch_stride ({m.patch_stride}) must be <= "
-                          f"model.patch_len ({m.patch_len}), or steps between patches are lost")
-    if pp.window != "auto":
-        check_patches(pp.window, m.patch_len, m.patch_stride)
-    if d.kind in ("sine", "seasonal", "random_walk", "panel") and pp.window != "auto":
-        min_points = pp.window + pp.horizon + 1
-        if d.n_points < min_points:
-            raise ParamsError(
-                f"params.yaml: data.n_points must be >= {min_points} for window "
-                f"{pp.window} + horizon {pp.horizon}, got {d.n_points}")
-
-
-def check_patches(window: int, patch_len: int, patch_stride: int) -> None:
-    """Patches must tile the window: the last one ends at the newest step, the first starts at
-    the oldest (so every step is in a patch)."""
-    if not patch_len:
-        return
-    stride = patch_stride or patch_len
-    if patch_len > window or (window - patch_len) % stride:
-        raise ParamsError(
-            f"params.yaml: patches of model.patch_len {patch_len} every {stride} steps must "
-            f"cover prepare.window {window} exactly: (window - patch_len) must be a multiple of "
-            "the stride")
-
-
 def parse_params(raw: Any) -> Params:
     """Validate a parsed params mapping; raises ParamsError with one line."""
     if not isinstance(raw, dict):
@@ -347,7 +270,8 @@ def parse_params(raw: Any) -> Params:
         p = Params.model_validate(raw)
     except ValidationError as err:
         raise ParamsError(_one_line(err)) from None
-    _check_combinations(p)
+    from .rules import check_combinations
+    check_combinations(p)
     return p
 
 

@@ -7,7 +7,7 @@ from .params import Params
 from .significance import sentence
 
 META_KEYS = ("n_test", "n_series", "n_dropped", "significance", "model_seeds", "n_folds",
-             "unavailable")
+             "unavailable", "sign_test")
 ONE = ("rmse", "mae", "mase", "r2", "directional_accuracy", "skill_vs_naive", "signal_rmse")
 MANY = ("mase_mean", "mase_median", "rmse_mean", "rmse_median", "smape_mean", "beats_naive")
 
@@ -125,10 +125,10 @@ def summary_markdown(metrics: dict, p: Params, backtest: dict | None = None,
         notes.append(f"No attention: an {p.model.kind} model has no attention weights to show.")
     seeds = metrics.get("model_seeds")
     if seeds:
-        key = next(k for k in seeds if not k.endswith(("_mean", "_std")))
-        notes.append(f"The model is the mean of {len(seeds[key])} seeds; their single "
-                     f"{key.upper() if key == 'rmse' else key}s: {_cell(seeds[key + '_mean'])} "
-                     f"+- {_cell(seeds[key + '_std'])}.")
+        key = seeds["score"]
+        notes.append(f"The model is the mean of {len(seeds['values'])} seeds; their single "
+                     f"{key.upper() if key == 'rmse' else key}s: {_cell(seeds['mean'])} "
+                     f"+- {_cell(seeds['std'])}.")
     notes += _intervals(metrics, names)
     if metrics.get("significance"):
         pooled = " (pooled over series, in units of each series' naive error)" if many else ""

@@ -75,10 +75,22 @@ def window_for(season: int, n_train: int, patch_len: int = 0, patch_stride: int 
 
 
 def choose(levels: np.ndarray, offsets: np.ndarray, n_train: np.ndarray, window: int | str,
-           patch_len: int = 0, patch_stride: int = 0, sample: int = 500) -> dict:
+           patch_len: int = 0, patch_stride: int = 0, sample: int = 500,
+           periods: np.ndarray | None = None) -> dict:
     """The season of the training parts (``n_train`` (S,) leading values of each series),
-    always recorded; with ``window`` auto, the window to match. Each with its reason."""
+    always recorded; with ``window`` auto, the window to match. Each with its reason. Data that
+    knows its series' seasonal ``periods`` (a competition's) gives the most common of them."""
     from .windows import spread
+    if periods is not None:
+        vals, counts = np.unique(periods, return_counts=True)
+        season = int(vals[np.argmax(counts)])
+        season = season if season > 1 else 0
+        out = {"season": {"season": season, "reason": (
+            f"the data's own seasonal period, the most common of {len(periods)} series': "
+            + (f"{season}" if season else "1, no season"))}}
+        if window == "auto":
+            out["window"] = window_for(season, int(np.median(n_train)), patch_len, patch_stride)
+        return out
     picked = spread(np.arange(len(n_train)), sample)
     found = [detect_season(levels[offsets[i]:offsets[i] + n_train[i]]) for i in picked]
     vals, counts = np.unique([f["season"] for f in found], return_counts=True)

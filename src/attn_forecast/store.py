@@ -50,6 +50,8 @@ class Store:
     source: dict = field(default_factory=dict)   # how the data was read
     dropped: dict = field(default_factory=dict)  # series too short: {"count", "ids"}
     auto: dict = field(default_factory=dict)     # what `auto` chose, and why
+    context: int = 0                     # input values a window needs (0: all; fewer: padded)
+    periods: np.ndarray | None = None    # (S,) each series' seasonal period, where known
 
     # ------------------------------------------------------------ shape
     @property
@@ -75,10 +77,24 @@ class Store:
     # ------------------------------------------------------------ windows
     def ends(self, part: str) -> np.ndarray:
         return splits.ends(self.offsets, self.cuts, part, self.window, self.horizon,
-                           self.offset)
+                           self.offset, self.context)
 
     def counts(self, part: str) -> np.ndarray:
-        return splits.counts(self.cuts, part, self.window, self.horizon, self.offset)
+        return splits.counts(self.cuts, part, self.window, self.horizon, self.offset,
+                             self.context)
+
+    def first_rows(self, ends: np.ndarray) -> np.ndarray | None:
+        """Each window's first row with a model value, where windows may be padded (a
+        ``context`` below the window); None where every window is whole."""
+        if not self.context or self.context >= self.window:
+            return None
+        return self.offsets[self.series_of(ends)] + self.offset
+
+    def lags(self) -> np.ndarray:
+        """(S,) the lag of each series' in-sample naive error (MASE's scale): its period, where
+        the data gives one, else 1."""
+        p = self.periods if self.periods is not None else np.ones(self.n_series, np.int64)
+        return np.maximum(p, 1)
 
     def series_of(self, ends: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.offsets, ends, side="right") - 1
@@ -121,7 +137,8 @@ class Store:
                 "n_windows": {p: int(self.counts(p).sum()) for p in splits.PARTS},
                 "time_features": list(self.time_features), "features": list(self.features),
                 "feature_transforms": list(self.feature_transforms), "source": self.source,
-                "dropped": self.dropped, "auto": self.auto, "series": series}
+                "dropped": self.dropped, "auto": self.auto, "context": self.context,
+                "series": series}
 
     def key(self) -> str:
         """A short hash of the data (its model series, parts and metadata)."""
@@ -183,6 +200,8 @@ def save(folder: str | Path, s: Store) -> None:
                             s.cuts.arrays()))}
         if s.n_features:
             index.update(feature_center=s.feature_center, feature_scale=s.feature_scale)
+        if s.periods is not None:
+            index["periods"] = s.periods
         with open(tmp / "index.npz", "wb") as fh:
             np.savez(fh, **index)
         meta = {k: v for k, v in s.meta().items() if k != "series"}
@@ -210,7 +229,8 @@ def load(folder: str | Path, mmap: bool = True) -> Store:
                  feature_transforms=tuple(meta["feature_transforms"]),
                  feature_cols=arr("feature_cols"), feature_center=idx.get("feature_center"),
                  feature_scale=idx.get("feature_scale"), source=meta["source"],
-                 dropped=meta["dropped"], auto=meta["auto"])
+                 dropped=meta["dropped"], auto=meta["auto"], context=meta.get("context", 0),
+                 periods=idx.get("periods"))
 
 
 @dataclass(frozen=True)
@@ -223,23 +243,29 @@ class Raw:
     signal: np.ndarray                # (R,) float64
     features: np.ndarray | None = None   # (R, F) raw past covariates
     feature_names: tuple = ()
+    horizons: np.ndarray | None = None   # (S,) a competition's test length of each series
+    periods: np.ndarray | None = None    # (S,) each series' seasonal period, where known
 
     def take(self, keep: np.ndarray) -> Raw:
         """Only the series ``keep`` (indices)."""
         rows = concat_ranges(self.offsets[keep], self.offsets[keep + 1])
         n = np.diff(self.offsets)[keep]
+        per = (lambda a: None if a is None else a[keep])  # noqa: E731
         return Raw(self.ids[keep], np.concatenate([[0], np.cumsum(n)]).astype(np.int64),
                    self.t[rows], self.levels[rows], self.signal[rows],
-                   None if self.features is None else self.features[rows], self.feature_names)
+                   None if self.features is None else self.features[rows], self.feature_names,
+                   per(self.horizons), per(self.periods))
 
 
 def build(raw: Raw, *, window: int, horizon: int, fracs: dict, scaler: str, transform: str,
           time_features: tuple = (), feature_transforms: tuple = (),
           test_size: np.ndarray | None = None, source: dict | None = None,
-          auto: dict | None = None, keys: dict) -> Store:
+          auto: dict | None = None, context: int = 0, keys: dict) -> Store:
     """Cut, transform and scale every series by its own training part. ``fracs``: the
     ``test``, ``val`` and ``cal`` shares; ``test_size``: each series' test length instead of
-    the test share. Series without a window in every part asked for are left out (counted,
+    the test share; ``context``: the input values a window needs (0: all of them). Series
+    without a window in every scored part asked for (test, validation, calibration) are left
+    out (counted,
     the first named); none left is an error. ``keys`` name the settings in errors
     (``window``, ``horizon``, ``transform``)."""
     off = transforms.offset(transform)
@@ -248,12 +274,14 @@ def build(raw: Raw, *, window: int, horizon: int, fracs: dict, scaler: str, tran
         raise UserInputError("the data holds no series")
     cuts = splits.cut(n, fracs["test"], fracs["val"], fracs["cal"], test_size)
     parts = ("train", "test") + tuple(p for p in ("val", "cal") if fracs[p] > 0)
-    ok = splits.usable(cuts, window, horizon, off, parts)
-    if not ok.any():
+    # a series is kept with a window in every scored part; the model is global, so one
+    # without training windows of its own is still forecast (a competition's shortest)
+    ok = splits.usable(cuts, window, horizon, off, parts[1:], context)
+    if not (ok & splits.usable(cuts, window, horizon, off, ("train",), context)).any():
         i = int(np.argmax(n))
-        got = ", ".join(f"{int(splits.counts(cuts.take([i]), p, window, horizon, off)[0])} {p}"
-                        for p in parts)
-        need = splits.min_length(window, horizon, off, parts, fracs, int(n[i]))
+        got = ", ".join(f"{int(splits.counts(cuts.take([i]), p, window, horizon, off, context)[0])}"
+                        f" {p}" for p in parts)
+        need = splits.min_length(window, horizon, off, parts, fracs, int(n[i]), context)
         longest = f" (the longest of {len(n)} series)" if len(n) > 1 else ""
         fr = ", ".join(f"{p}_frac {fracs[p]}" for p in ("test", "val", "cal"))
         raise UserInputError(
@@ -293,4 +321,5 @@ def build(raw: Raw, *, window: int, horizon: int, fracs: dict, scaler: str, tran
                  horizon, transform,
                  side=np.concatenate(side, axis=1) if side else None,
                  time_features=tuple(time_features), source=dict(source or {}),
-                 dropped=dropped, auto=dict(auto or {}), **extra)
+                 dropped=dropped, auto=dict(auto or {}), context=context,
+                 periods=raw.periods, **extra)

@@ -319,7 +319,10 @@ def read_long(path: str | Path, features: list[str] = ()):
     import pyarrow.csv as pacsv
 
     from .store import Raw
-    cols = ["id", "t", "value", "signal", *(FEATURE_PREFIX + f for f in features)]
+    with open(path) as fh:   # a competition's series also carry their horizon and period
+        header = fh.readline().strip().replace('"', "").split(",")
+    extra = [c for c in ("horizon", "period") if c in header]
+    cols = ["id", "t", "value", "signal", *(FEATURE_PREFIX + f for f in features), *extra]
     types = {"id": pa.string(), **{c: pa.float64() for c in cols[2:]}}
     read = pacsv.ReadOptions(block_size=1 << 20)  # 8 MiB blocks peak at 280 MiB of buffers
     try:
@@ -340,6 +343,7 @@ def read_long(path: str | Path, features: list[str] = ()):
     cap = max(_max_rows(path), 0)
     value, signal = np.empty(cap), np.empty(cap)
     feats = np.empty((cap, len(features))) if features else None
+    more = {c: np.empty(cap) for c in extra}
     t = None
     ids: list[str] = []
     bounds: list[int] = []
@@ -364,6 +368,9 @@ def read_long(path: str | Path, features: list[str] = ()):
         signal[row:row + k] = batch.column(3).to_numpy(zero_copy_only=False)
         for j in range(len(features)):
             feats[row:row + k, j] = batch.column(4 + j).to_numpy(zero_copy_only=False)
+        for j, c in enumerate(extra):
+            more[c][row:row + k] = batch.column(4 + len(features) + j).to_numpy(
+                zero_copy_only=False)
         row += k
     if len(set(ids)) != len(ids):
         raise UserInputError(f"{path}: the rows of each id must be together (id "
@@ -371,5 +378,7 @@ def read_long(path: str | Path, features: list[str] = ()):
                              "places); run the generate stage again (dvc repro)")
     offsets = np.array(bounds + [row], dtype=np.int64)
     t = np.zeros(0) if t is None else t
+    per = {c: more[c][offsets[:-1]].astype(np.int64) for c in extra}  # each series' first row
     return Raw(np.array(ids, dtype=str), offsets, t[:row], value[:row], signal[:row],
-               None if feats is None else feats[:row], tuple(features))
+               None if feats is None else feats[:row], tuple(features),
+               per.get("horizon"), per.get("period"))

@@ -23,7 +23,27 @@ from .errors import Diverged, Interrupted
 from .forecasters import Forecast
 from .model import Ensemble, ModelSettings, build_model
 from .progress import Progress
-from .windows import gather, gather_side
+from .windows import gather, gather_side, observed
+
+
+@dataclass
+class Rows:
+    """What a batch needs to know of each window's series (on the training device): where
+    each series starts (``offsets``, for padded windows, whose inputs before the series' first
+    model row are padding) and its scaler and in-sample naive error (for losses that score the
+    levels: sMAPE, MASE)."""
+    offsets: torch.Tensor          # (S + 1,)
+    off: int                       # leading rows without a model value
+    padded: bool                   # windows may start before their series
+    center: torch.Tensor           # (S,) levels = z * scale + center
+    scale: torch.Tensor
+    naive: torch.Tensor            # (S,) in-sample naive MAE (of the series' lag)
+
+    def sid(self, ends: torch.Tensor) -> torch.Tensor:
+        return torch.searchsorted(self.offsets, ends, right=True) - 1
+
+    def first(self, ends: torch.Tensor) -> torch.Tensor | None:
+        return self.offsets[self.sid(ends)] + self.off if self.padded else None
 
 
 class PinballLoss(nn.Module):
@@ -34,16 +54,47 @@ class PinballLoss(nn.Module):
         super().__init__()
         self.register_buffer("taus", torch.tensor(list(taus), dtype=torch.float32))
 
-    def forward(self, q: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def forward(self, q: torch.Tensor, y: torch.Tensor, sid=None, rows=None) -> torch.Tensor:
         diff = y.unsqueeze(-1) - q
         return torch.maximum(self.taus * diff, (self.taus - 1) * diff).mean()
+
+
+class LevelLoss(nn.Module):
+    """A score of the levels (the series' own units) as the training loss: ``smape``
+    (200 |y - f| / (|y| + |f|), M3's), or ``mase`` (|y - f| over each series' in-sample naive
+    error). ``sid``: each window's series in ``rows``, whose scalers give the levels."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, f: torch.Tensor, y: torch.Tensor, sid: torch.Tensor, rows: Rows
+                ) -> torch.Tensor:
+        scale = rows.scale[sid][:, None]
+        if self.kind == "mase":
+            return ((f - y).abs() * (scale / rows.naive[sid][:, None])).mean()
+        lf, ly = f * scale + rows.center[sid][:, None], y * scale + rows.center[sid][:, None]
+        return (200 * (lf - ly).abs() / (lf.abs() + ly.abs()).clamp_min(1e-8)).mean()
+
+
+class _Plain(nn.Module):
+    """torch's own losses, taking (and leaving) the series of each window."""
+
+    def __init__(self, loss: nn.Module) -> None:
+        super().__init__()
+        self.loss = loss
+
+    def forward(self, f, y, sid=None, rows=None):
+        return self.loss(f, y)
 
 
 def make_loss(kind: str, quantiles=()) -> nn.Module:
     """train.loss, or the pinball loss for a model with a quantile head."""
     if quantiles:
         return PinballLoss(quantiles)
-    return {"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}[kind]()
+    if kind in ("smape", "mase"):
+        return LevelLoss(kind)
+    return _Plain({"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}[kind]())
 
 
 def make_optimizer(model: nn.Module, p) -> torch.optim.Optimizer:
@@ -127,29 +178,51 @@ def autocast(device: torch.device, precision: str) -> contextlib.AbstractContext
     return contextlib.nullcontext()
 
 
+def rows_of(store, device: torch.device) -> Rows:
+    from .metrics import naive_scale
+    naive = [naive_scale(store.train_levels(i), int(lag)) for i, lag in enumerate(store.lags())]
+    naive = np.where(np.array(naive) > 0, naive, 1.0)
+    f32 = lambda a: torch.tensor(np.asarray(a), dtype=torch.float32, device=device)  # noqa
+    return Rows(torch.from_numpy(store.offsets).to(device), store.offset,
+                0 < store.context < store.window, f32(store.scalers.center),
+                f32(store.scalers.scale), f32(naive))
+
+
 def to_device(store, device: torch.device) -> dict:
     """What training reads of a store, on ``device``: the model series ``z``, the side inputs
-    (or None) and the training and validation window ends."""
+    (or None), the training and validation window ends and the series' Rows."""
     side = store.side
     return {"z": torch.from_numpy(np.asarray(store.z)).to(device),
             "side": torch.from_numpy(np.asarray(side)).to(device) if side is not None else None,
-            **{part: torch.from_numpy(store.ends(part)).to(device) for part in ("train", "val")}}
+            **{part: torch.from_numpy(store.ends(part)).to(device) for part in ("train", "val")},
+            "rows": rows_of(store, device)}
+
+
+def inputs(series: torch.Tensor, cal: torch.Tensor | None, ends: torch.Tensor, window: int,
+           horizon: int, first: torch.Tensor | None = None) -> tuple:
+    """A batch's inputs: (x, y, side inputs, seen): ``first`` (each window's first row with a
+    value) pads the steps before it, and ``seen`` marks the others (None: none padded)."""
+    x, y = gather(series, ends, window, horizon, first)
+    seen = observed(ends, window, first) if first is not None else None
+    return x, y, gather_side(cal, ends, window, horizon, first), seen
 
 
 @torch.no_grad()
 def predict(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: int,
             horizon: int, batch: int = 4096, precision: str = "fp32",
-            cal: torch.Tensor | None = None, quantiles: bool = False) -> torch.Tensor:
+            cal: torch.Tensor | None = None, quantiles: bool = False,
+            rows: Rows | None = None) -> torch.Tensor:
     """Model-space predictions (N, H) for window ends, in batches to bound memory; ``cal``
     (n, C): the calendar features aligned with ``series``, if the model takes them;
-    ``quantiles``: the quantiles (N, H, Q) instead."""
+    ``quantiles``: the quantiles (N, H, Q) instead; ``rows``: the series (padded windows)."""
     model.eval()
     outs = []
     for i in range(0, len(ends), batch):
-        x, _ = gather(series, ends[i:i + batch], window, horizon)
-        c = gather_side(cal, ends[i:i + batch], window, horizon)
+        e = ends[i:i + batch]
+        x, _, c, seen = inputs(series, cal, e, window, horizon,
+                               rows.first(e) if rows is not None else None)
         with autocast(series.device, precision):
-            outs.append(model(x, cal=c, quantiles=quantiles)[0].float())
+            outs.append(model(x, cal=c, quantiles=quantiles, seen=seen)[0].float())
     if outs:
         return torch.cat(outs)
     shape = (0, horizon, model.settings.n_outputs) if quantiles else (0, horizon)
@@ -159,11 +232,11 @@ def predict(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: 
 @torch.no_grad()
 def evaluate_loss(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: int,
                   horizon: int, loss_fn: nn.Module, precision: str = "fp32",
-                  cal: torch.Tensor | None = None) -> float:
+                  cal: torch.Tensor | None = None, rows: Rows | None = None) -> float:
     pred = predict(model, series, ends, window, horizon, precision=precision, cal=cal,
-                   quantiles=isinstance(loss_fn, PinballLoss))
-    _, y = gather(series, ends, window, horizon)
-    return float(loss_fn(pred, y))
+                   quantiles=isinstance(loss_fn, PinballLoss), rows=rows)
+    _, y = gather(series, ends, 1, horizon)
+    return float(loss_fn(pred, y, rows.sid(ends) if rows is not None else None, rows))
 
 
 @dataclass
@@ -177,22 +250,23 @@ class FitResult:
 def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.optim.Optimizer,
                  loss_fn: nn.Module, p, aug_gen: torch.Generator, n: int,
                  rank: int, world: int, on_batch: Callable[[int], None] | None = None,
-                 unit: float = 1.0) -> tuple[float, int]:
-    """One pass over ``batches`` of (x, y, calendar or None, windows in the whole batch):
-    under DDP each rank's x and y are only its own share of the batch. Returns the mean
+                 unit: float = 1.0, rows: Rows | None = None) -> tuple[float, int]:
+    """One pass over ``batches`` of (x, y, side inputs, seen, series, windows in the whole
+    batch): under DDP each rank's x and y are only its own share of the batch. Returns the mean
     training loss over n windows and the optimizer steps taken. ``on_batch(windows done)`` is
     called after each batch."""
     model.train()
     total = None
     done = steps = 0
-    for x, y, c, n_batch in batches:
+    for x, y, c, seen, sid, n_batch in batches:
         done += n_batch
         x, y = augment(x, y, p, aug_gen, unit)
         opt.zero_grad(set_to_none=True)
         with autocast(x.device, p.precision):
-            pred = step_model(x, cal=c, quantiles=isinstance(loss_fn, PinballLoss))[0]
+            pred = step_model(x, cal=c, quantiles=isinstance(loss_fn, PinballLoss),
+                              seen=seen)[0]
         # a rank whose shard is empty still takes part in DDP's gradient all-reduce
-        loss = loss_fn(pred.float(), y) if len(x) else pred.float().sum()
+        loss = loss_fn(pred.float(), y, sid, rows) if len(x) else pred.float().sum()
         # DDP averages gradients over ranks; weighting each rank's mean loss by its share
         # of the batch makes that average the gradient of the whole batch's mean loss
         (loss * (len(x) * world / n_batch) if world > 1 else loss).backward()
@@ -213,7 +287,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
         val_ends: torch.Tensor, window: int, horizon: int, p,
         step_model: nn.Module | None = None, progress: bool | Progress | None = None,
         rank: int = 0, world: int = 1, cal: torch.Tensor | None = None,
-        on_epoch: Callable[[dict], None] | None = None) -> FitResult:
+        on_epoch: Callable[[dict], None] | None = None, rows: Rows | None = None) -> FitResult:
     """Train ``model`` in place on the windows ending at ``train_ends``.
 
     ``series`` (n,) and the index tensors are on the training device. With a validation part
@@ -226,6 +300,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     (with input noise, each rank draws its own).
     ``progress``: a :class:`Progress`, or whether to show the default one (default: on rank 0).
     ``cal`` (n, C): calendar features aligned with ``series`` (the model's calendar inputs).
+    ``rows``: the windows' series (padded windows; the scalers of losses of the levels).
     ``p.max_steps`` > 0 ends training after the epoch in which that many optimizer steps are
     done. ``on_epoch`` is called with each epoch's history row (DVCLive logging).
     Raises :class:`Diverged` if the loss stops being finite, and :class:`Interrupted` (naming the
@@ -246,8 +321,10 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
         """A batch's windows; under DDP this rank's share only (every ``world``-th), so a
         rank reads only the windows it trains on."""
         mine = ends[rank::world] if world > 1 else ends
-        return (*gather(series, mine, window, horizon),
-                gather_side(cal, mine, window, horizon), len(ends))
+        x, y, c, seen = inputs(series, cal, mine, window, horizon,
+                               rows.first(mine) if rows is not None else None)
+        sid = rows.sid(mine) if rows is not None else None
+        return x, y, c, seen, sid, len(ends)
     full = batch_of(train_ends) if bs == n else None
     bar = progress if isinstance(progress, Progress) else \
         Progress(p.epochs, enabled=(rank == 0) if progress is None else progress)
@@ -263,7 +340,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
                 batch_of(train_ends[order[i:i + bs]]) for i in range(0, n, bs))
             train_loss, took = _train_epoch(
                 model, step_model, batches, opt, loss_fn, p, aug_gen, n, rank, world,
-                on_batch=lambda done, e=epoch: bar.batch(e, done, n), unit=unit)
+                on_batch=lambda done, e=epoch: bar.batch(e, done, n), unit=unit, rows=rows)
             steps += took
             if not math.isfinite(train_loss):
                 bar.close()
@@ -273,7 +350,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
             val_loss = None
             if len(val_ends):
                 val_loss = evaluate_loss(model, series, val_ends, window, horizon, loss_fn,
-                                         p.precision, cal)
+                                         p.precision, cal, rows)
                 if world > 1:  # every rank must take the same early-stopping decision
                     v = torch.tensor(val_loss, device=device)
                     torch.distributed.broadcast(v, src=0)
@@ -303,30 +380,31 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     return res
 
 
-def train_model(settings: ModelSettings, series: torch.Tensor, train_ends: torch.Tensor,
-                val_ends: torch.Tensor, p, device: torch.device,
+def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Tensor,
+                train_ends: torch.Tensor, val_ends: torch.Tensor, p, device: torch.device,
                 wrap: Callable[[nn.Module], nn.Module] | None = None,
                 progress: bool | None = None, rank: int = 0, world: int = 1,
                 cal: torch.Tensor | None = None,
-                on_epoch: Callable[[dict], None] | None = None
+                on_epoch: Callable[[dict], None] | None = None, rows: Rows | None = None
                 ) -> tuple[nn.Module, list[FitResult]]:
-    """Build and fit the model (``p.ensemble`` > 1: that many members with seeds ``p.seed``,
-    ``p.seed + 1``, ...; their mean is the forecast). Each member starts from its own seed, so
-    member 0 is exactly the single model of ``ensemble: 1``. ``wrap`` makes a member's
-    forward-pass module (torch.compile, DistributedDataParallel). ``on_epoch`` sees the
-    first member's epochs (the history CSV's)."""
+    """Build and fit the model: ``p.ensemble`` members per settings (several settings: an
+    ensemble over their windows, the longest first) with seeds ``p.seed``, ``p.seed + 1``,
+    ...; their mean is the forecast. Each member starts from its own seed, so member 0 is
+    exactly the single model of ``ensemble: 1``. ``wrap`` makes a member's forward-pass module
+    (torch.compile, DistributedDataParallel). ``on_epoch`` sees the first member's epochs (the
+    history CSV's)."""
+    kinds = settings if isinstance(settings, list) else [settings]
     members, results = [], []
-    for i in range(p.ensemble):
+    for i, s in enumerate(k for k in kinds for _ in range(p.ensemble)):
         seed = p.seed + i
         torch.manual_seed(seed)
         np.random.seed(seed)
-        model = build_model(settings).to(device)
+        model = build_model(s).to(device)
         member_p = p.model_copy(update={"seed": seed}) if i else p
-        results.append(fit(model, series, train_ends, val_ends, settings.window,
-                           settings.horizon, member_p,
+        results.append(fit(model, series, train_ends, val_ends, s.window, s.horizon, member_p,
                            step_model=wrap(model) if wrap else None, progress=progress,
                            rank=rank, world=world, cal=cal,
-                           on_epoch=on_epoch if i == 0 else None))
+                           on_epoch=on_epoch if i == 0 else None, rows=rows))
         members.append(model)
     return (members[0] if len(members) == 1 else Ensemble(members)), results
 
@@ -347,10 +425,11 @@ class ModelForecaster:
         side = torch.from_numpy(np.asarray(store.side)).to(self.device) \
             if store.side is not None else None
         e = torch.from_numpy(np.asarray(ends)).to(self.device)
-        W, H = store.window, store.horizon
+        rows = rows_of(store, self.device)
 
         def run(m: torch.nn.Module, quantiles: bool = False) -> np.ndarray:
-            out = predict(m, z, e, W, H, cal=side, quantiles=quantiles).cpu().numpy()
+            out = predict(m, z, e, m.settings.window, store.horizon, cal=side,
+                          quantiles=quantiles, rows=rows).cpu().numpy()
             return store.to_levels(out, ends)
         quant = run(self.model, True) if self.model.settings.quantiles else None
         members = np.stack([run(m) for m in self.model.members]) \

@@ -18,8 +18,13 @@ import numpy as np
 Array = Any  # a numpy array or a torch tensor
 
 
-def gather(series: Array, ends: Array, window: int, horizon: int) -> tuple[Array, Array]:
-    """Inputs (N, W) and targets (N, H) of the windows ending at ``ends``."""
+def gather(series: Array, ends: Array, window: int, horizon: int, first: Array | None = None
+           ) -> tuple[Array, Array]:
+    """Inputs (N, W) and targets (N, H) of the windows ending at ``ends``. ``first``: each
+    window's first row with a value; inputs before it repeat it (padding, see
+    :func:`observed`)."""
+    if first is not None:
+        return _padded(series, ends, window, first), gather(series, ends, 1, horizon)[1]
     if isinstance(series, np.ndarray):
         view_x = np.lib.stride_tricks.sliding_window_view(series, window)
         view_y = np.lib.stride_tricks.sliding_window_view(series, horizon)
@@ -29,12 +34,34 @@ def gather(series: Array, ends: Array, window: int, horizon: int) -> tuple[Array
     return view_x[ends - window], view_y[ends]
 
 
-def gather_side(side: Array | None, ends: Array, window: int, horizon: int
-                ) -> tuple[Array, Array] | None:
+def _padded(series: Array, ends: Array, window: int, first: Array) -> Array:
+    """Inputs whose rows before ``first`` take the row ``first`` instead."""
+    if isinstance(series, np.ndarray):
+        rows = ends[:, None] - window + np.arange(window)[None, :]
+        return series[np.maximum(rows, np.asarray(first)[:, None])]
+    import torch
+    rows = ends[:, None] - window + torch.arange(window, device=ends.device)[None, :]
+    return series[torch.maximum(rows, first[:, None])]
+
+
+def observed(ends: Array, window: int, first: Array) -> Array:
+    """(N, W) True where a window's input step has a value, False where it is padding."""
+    if isinstance(ends, np.ndarray):
+        return ends[:, None] - window + np.arange(window)[None, :] >= np.asarray(first)[:, None]
+    import torch
+    steps = torch.arange(window, device=ends.device)[None, :]
+    return ends[:, None] - window + steps >= first[:, None]
+
+
+def gather_side(side: Array | None, ends: Array, window: int, horizon: int,
+                first: Array | None = None) -> tuple[Array, Array] | None:
     """Side inputs (N, W, C) of the input steps and (N, H, C) of the target steps, from
-    ``side`` (R, C) aligned with the series; None without side inputs."""
+    ``side`` (R, C) aligned with the series; None without side inputs. ``first``: as for
+    :func:`gather`."""
     if side is None or side.shape[1] == 0:
         return None
+    if first is not None:
+        return _padded(side, ends, window, first), gather_side(side, ends, 1, horizon)[1]
     if isinstance(side, np.ndarray):
         view_x = np.lib.stride_tricks.sliding_window_view(side, window, axis=0)
         view_y = np.lib.stride_tricks.sliding_window_view(side, horizon, axis=0)
@@ -45,13 +72,14 @@ def gather_side(side: Array | None, ends: Array, window: int, horizon: int
 
 
 def flat_inputs(series: np.ndarray, side: np.ndarray | None, ends: np.ndarray, window: int,
-                horizon: int, side_from: int = 0) -> np.ndarray:
+                horizon: int, side_from: int = 0, first: np.ndarray | None = None
+                ) -> np.ndarray:
     """(N, W [+ W * F]) inputs of a linear model: the window, and with ``side`` its columns
     from ``side_from`` on (the past covariates) over the input steps, flattened."""
-    x, _ = gather(series, ends, window, horizon)
+    x, _ = gather(series, ends, window, horizon, first)
     if side is None or side.shape[1] <= side_from:
         return x
-    c, _ = gather_side(side[:, side_from:], ends, window, horizon)
+    c, _ = gather_side(side[:, side_from:], ends, window, horizon, first)
     return np.concatenate([x, c.reshape(len(ends), -1)], axis=1)
 
 

@@ -33,8 +33,11 @@ def source_record(d: DataParams) -> dict:
     if d.kind == "csv":
         return {"kind": "csv", "path": d.csv_path, **csv_options(d)}
     # the generate stage's own table (data/raw/series.csv) reads back as it was written
+    many = d.kind in ("panel", "competition")
     return {"kind": d.kind, "column": "value", "time_column": "t",
-            "id_column": "id" if d.kind == "panel" else ""}
+            "id_column": "id" if many else "",
+            **({"competition": d.competition, "subset": d.subset, "holdout": d.holdout}
+               if d.kind == "competition" else {})}
 
 
 def fracs(p: Params) -> dict:

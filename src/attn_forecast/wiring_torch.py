@@ -13,7 +13,7 @@ from .params import Params, ParamsError
 
 def model_settings(p: Params, store, season: int):
     """The ModelSettings of ``params.model`` on this prepared data."""
-    model = p.model.model_dump()
+    model = p.model.model_dump(exclude={"lookbacks"})
     if model["instance_norm"] == "seasonal" and not season:  # no season: the last value
         model["instance_norm"] = "last"
     model["quantiles"] = tuple(model["quantiles"])
@@ -21,6 +21,14 @@ def model_settings(p: Params, store, season: int):
                          n_time_features=store.n_time_features, n_features=store.n_features,
                          season=season if model["instance_norm"] == "seasonal" else 0,
                          **model)
+
+
+def member_settings(p: Params, base: ModelSettings) -> list[ModelSettings]:
+    """The settings of each window of an ensemble over ``model.lookbacks``, the longest
+    first; [base] without lookbacks."""
+    from dataclasses import replace
+    return [replace(base, window=w) for w in sorted(set(p.model.lookbacks), reverse=True)] \
+        or [base]
 
 
 def device(p: Params):
@@ -60,7 +68,7 @@ def train_fold(prepared_dir: str, cuts: dict, settings, p, device: str, out: str
     device = torch.device(device)
     data = to_device(fold, device)
     model, results = train_model(settings, data["z"], data["train"], data["val"], p, device,
-                                 progress=False, cal=data["side"])
+                                 progress=False, cal=data["side"], rows=data["rows"])
     checkpoint.save(out, model, {"prepare": fold.meta(), "fold_key": key,
                                  "best_epoch": results[0].best_epoch,
                                  "history": results[0].history})
@@ -92,9 +100,10 @@ def train(p: Params, settings, store, dist) -> tuple:
     data, live = to_device(store, dist.device), None
     try:
         live = epoch_logger(p.train.live and dist.rank == 0)  # DVCLive: rank 0 only
-        return train_model(settings, data["z"], data["train"], data["val"], p.train,
-                           dist.device, wrap=dist.wrapper(p.train.compile), rank=dist.rank,
-                           world=dist.world, cal=data["side"], on_epoch=live)
+        return train_model(member_settings(p, settings), data["z"], data["train"],
+                           data["val"], p.train, dist.device, wrap=dist.wrapper(p.train.compile),
+                           rank=dist.rank, world=dist.world, cal=data["side"], on_epoch=live,
+                           rows=data["rows"])
     except Diverged as err:
         raise diverged(err, p) from None
     finally:
@@ -138,16 +147,16 @@ def plan_folds(p: Params, prepared: str, out, before: dict) -> tuple[list, list,
                  + (("cal",) if pp.cal_frac else ()),
                  keys={"folds": "backtest.folds", "fold_size": "backtest.fold_size",
                        "gap": "backtest.gap", "window": "prepare.window"})
-    settings = model_settings(p, store, check_data(p, store))
+    settings = member_settings(p, model_settings(p, store, check_data(p, store)))
     n = splits.counts(cuts[-1], "train", store.window, store.horizon, store.offset)
     threads = choose_threads(p.train.threads, step_flops(
-        settings, max(resolve_batch(p.train.batch_size, int(n.sum())), 1)))
+        settings[0], max(resolve_batch(p.train.batch_size, int(n.sum())), 1)))
     train = p.train.model_dump(exclude={"threads", "nproc", "device", "live"})
     entries = []
     for k, c in enumerate(cuts, 1):
         name = f"origin_{int(c.test_start[0])}"
         entries.append({"fold": k, "file": f"{name}.pt", "forecasts": f"{name}.npz",
-                        "key": fold_key(prepared, c, [settings.to_dict(), train]),
+                        "key": fold_key(prepared, c, [[m.to_dict() for m in settings], train]),
                         "cuts": c.to_dict()})
     todo = [e for e in entries if before.get(e["file"]) != e["key"]
             or not (out / e["forecasts"]).is_file()]

@@ -1,0 +1,174 @@
+"""The M3 benchmark: one global attention model per subset against the statistical field, on
+the competition's test parts (or, ``--holdout validation``, on the last horizon of every
+train part: where settings are chosen), with the published figures beside.
+
+    make bench-m3                     # python bench/m3.py
+    python bench/m3.py [--holdout validation] [--subsets yearly,monthly] [-S key=value ...]
+
+Each subset runs the pipeline's stages (generate, prepare, baselines, train, evaluate) on
+``data.kind: competition`` with the configuration below (CONFIG, chosen with ``--holdout
+validation``; nothing chosen on the test parts). "all" pools the 3,003 series of the four
+runs: each forecaster's mean sMAPE and MASE over every series, and OWA from those means.
+``--reuse DIR`` keeps each subset's baselines in DIR and reuses them when only the model's
+settings change (for choosing settings; the reported run fits everything afresh).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, load_stage, stage_args, with_overrides  # noqa: E402
+
+HORIZON = {"yearly": 6, "quarterly": 8, "monthly": 18, "other": 8}
+FIELD = ["naive", "seasonal_naive", "naive2", "ses", "theta", "dot", "ets", "ces", "arima",
+         "comb"]
+# the configuration for every subset (h: the subset's horizon), chosen on the validation cuts
+CONFIG = {
+    "prepare.window": lambda h: 7 * h, "model.lookbacks": lambda h: [2 * h, 4 * h, 7 * h],
+    "prepare.min_context": lambda h: 2, "prepare.scaler": "none", "prepare.test_frac": 0.2,
+    "model.instance_norm": "mean", "model.d_model": 32, "model.ffn_dim": 64,
+    "model.n_heads": 4, "model.n_layers": 2, "model.residual": True, "model.pooling": "mean",
+    "train.loss": "smape", "train.lr": 0.001, "train.batch_size": 256, "train.epochs": 200,
+    "train.max_steps": 1000, "train.augment_noise": 0.0, "train.ensemble": 1,
+    "evaluate.season": "auto", "evaluate.combinations": ["model+comb"],
+}
+PUBLISHED = [  # (row, yearly, quarterly, monthly, other, all): as published
+    ("Theta (published, M3)", 16.90, 8.96, 13.85, 4.41, 13.01),
+    ("Comb (published, StatsForecast)", None, None, None, None, 12.63),
+    ("N-BEATS (published)", None, None, None, None, 12.37),
+    ("deep ensemble (published, 14 days)", None, None, None, None, 12.27),
+]
+ROWS = ["model", "model+comb", "comb", "theta", "dot", "ets", "ces", "arima", "ses", "naive2",
+        "naive", "seasonal_naive"]
+
+
+def settings(subset: str, holdout: str, overrides: list[str]) -> list[str]:
+    h = HORIZON[subset]
+    out = ["data.kind=competition", f"data.subset={subset}", f"data.holdout={holdout}",
+           f"prepare.horizon={h}", f"evaluate.baselines=[{','.join(FIELD)}]"]
+    for key, value in CONFIG.items():
+        value = value(h) if callable(value) else value
+        text = json.dumps(value, separators=(",", ":")) if isinstance(value, list) else \
+            str(value).lower() if isinstance(value, bool) else str(value)
+        out.append(f"{key}={text}")
+    return out + overrides
+
+
+def run_subset(subset: str, holdout: str, overrides: list[str], reuse: Path | None) -> dict:
+    base = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params = with_overrides(base, settings(subset, holdout, overrides))
+    work = Path(tempfile.mkdtemp(prefix=f"attn-m3-{subset}-"))
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    args = stage_args(work)
+    times = {}
+    # the baselines depend on the data, the cuts and the field, not on the model's settings
+    key = hashlib.sha256(json.dumps([params["data"], params["prepare"], params["evaluate"]],
+                                    sort_keys=True).encode()).hexdigest()[:12]
+    cached = reuse / f"{subset}-{holdout}-{key}-baselines.npz" if reuse else None
+    for stage in ("generate", "prepare", "baselines", "train", "evaluate"):
+        t0 = time.perf_counter()
+        if stage == "baselines" and cached is not None and cached.is_file():
+            shutil.copy(cached, work / "baselines.npz")
+        else:
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                load_stage(stage).main(["--params", str(work / "params.yaml")] + args[stage])
+            if stage == "baselines" and cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(work / "baselines.npz", cached)
+        times[stage] = time.perf_counter() - t0
+    out = {"metrics": json.loads((work / "metrics_detail.json").read_text()),
+           "by_series": pd.read_csv(work / "by_series.csv", dtype={"id": str}), "times": times}
+    shutil.rmtree(work)
+    return out
+
+
+def pooled(tables: list[pd.DataFrame], names: list[str]) -> dict:
+    """Each forecaster's mean sMAPE and MASE over the series of every subset, and OWA."""
+    t = pd.concat(tables, ignore_index=True)
+    out = {n: {"smape_mean": float(t[f"{n}_smape"].mean()),
+               "mase_mean": float(t[f"{n}_mase"].mean())}
+           for n in names if f"{n}_smape" in t}
+    two = out.get("naive2")
+    for m in out.values():
+        if two:
+            m["owa"] = 0.5 * (m["smape_mean"] / two["smape_mean"]
+                              + m["mase_mean"] / two["mase_mean"])
+    return out
+
+
+def cell(v) -> str:
+    return "" if v is None else f"{v:.2f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--holdout", default="test", choices=["test", "validation"])
+    ap.add_argument("--subsets", default="yearly,quarterly,monthly,other")
+    ap.add_argument("-S", dest="overrides", action="append", default=[])
+    ap.add_argument("--reuse", type=Path, help="keep and reuse each subset's baselines here")
+    ap.add_argument("--json", type=Path, help="also write the results here")
+    args = ap.parse_args()
+    print("command: python bench/m3.py " + " ".join(sys.argv[1:]), flush=True)
+    subsets = args.subsets.split(",")
+    t0 = time.perf_counter()
+    runs = {}
+    for s in subsets:
+        runs[s] = run_subset(s, args.holdout, args.overrides, args.reuse)
+        t = runs[s]["times"]
+        m = runs[s]["metrics"]
+        print(f"{s}: model sMAPE {m['model']['smape_mean']:.3f}, theta "
+              f"{m['theta']['smape_mean']:.3f}, comb {m['comb']['smape_mean']:.3f}; "
+              + ", ".join(f"{k} {v:.0f} s" for k, v in t.items()), file=sys.stderr, flush=True)
+    total = time.perf_counter() - t0
+    cols = subsets + (["all"] if len(subsets) == 4 else [])
+    every = pooled([r["by_series"] for r in runs.values()], ROWS) if "all" in cols else {}
+    what = "test parts" if args.holdout == "test" else "validation cuts (the last horizon " \
+        "of each train part)"
+    print(f"\nsMAPE on M3's {what}; MASE (in-sample seasonal naive scale) and OWA (relative "
+          "to Naive2) below\n")
+    print("| | " + " | ".join(cols) + " |")
+    print("|---|" + "---:|" * len(cols))
+    if args.holdout == "test" and len(subsets) == 4:
+        for row in PUBLISHED:
+            print(f"| {row[0]} | " + " | ".join(cell(v) for v in row[1:]) + " |")
+    for name in ROWS:
+        vals = [(runs[s]["metrics"].get(name) or {}).get("smape_mean") for s in subsets]
+        vals += [every.get(name, {}).get("smape_mean")] if "all" in cols else []
+        label = f"**{name}** (this project)" if name.startswith("model") else \
+            f"{name} (this project)"
+        print(f"| {label} | " + " | ".join(cell(v) for v in vals) + " |")
+    for metric in ("mase_mean", "owa"):
+        print(f"\n{metric}:\n\n| | " + " | ".join(cols) + " |\n|---|" + "---:|" * len(cols))
+        for name in ROWS:
+            vals = [(runs[s]["metrics"].get(name) or {}).get(metric) for s in subsets]
+            vals += [every.get(name, {}).get(metric)] if "all" in cols else []
+            print(f"| {name} | " + " | ".join(cell(v) for v in vals) + " |")
+    print("\nthe model against Theta, series by series (sMAPE; sign test, ties left out):")
+    for s in subsets:
+        st = runs[s]["metrics"].get("sign_test", {}).get("theta", {})
+        print(f"- {s}: better on {st.get('wins')} of {st.get('n')} series "
+              f"({100 * (st.get('share') or 0):.1f} %), p = {st.get('p_value'):.2g}")
+    print(f"\nwhole benchmark: {total / 60:.1f} min ("
+          + "; ".join(f"{s}: " + ", ".join(f"{k} {v:.0f} s" for k, v in r["times"].items())
+                      for s, r in runs.items()) + ")")
+    if args.json:
+        args.json.write_text(json.dumps({s: {"metrics": r["metrics"], "times": r["times"]}
+                                         for s, r in runs.items()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
