@@ -66,7 +66,8 @@ def settings(subset: str, holdout: str, overrides: list[str]) -> list[str]:
     return out + overrides
 
 
-def run_subset(subset: str, holdout: str, overrides: list[str], reuse: Path | None) -> dict:
+def run_subset(subset: str, holdout: str, overrides: list[str], reuse: Path | None,
+               keep: bool = False) -> dict:
     base = yaml.safe_load((ROOT / "params.yaml").read_text())
     params = with_overrides(base, settings(subset, holdout, overrides))
     work = Path(tempfile.mkdtemp(prefix=f"attn-m3-{subset}-"))
@@ -91,7 +92,10 @@ def run_subset(subset: str, holdout: str, overrides: list[str], reuse: Path | No
         times[stage] = time.perf_counter() - t0
     out = {"metrics": json.loads((work / "metrics_detail.json").read_text()),
            "by_series": pd.read_csv(work / "by_series.csv", dtype={"id": str}), "times": times}
-    shutil.rmtree(work)
+    if keep:
+        print(f"{subset}: the run's files are in {work}", file=sys.stderr)
+    else:
+        shutil.rmtree(work)
     return out
 
 
@@ -121,13 +125,14 @@ def main() -> None:
     ap.add_argument("-S", dest="overrides", action="append", default=[])
     ap.add_argument("--reuse", type=Path, help="keep and reuse each subset's baselines here")
     ap.add_argument("--json", type=Path, help="also write the results here")
+    ap.add_argument("--keep", action="store_true", help="keep each subset's run folder")
     args = ap.parse_args()
     print("command: python bench/m3.py " + " ".join(sys.argv[1:]), flush=True)
     subsets = args.subsets.split(",")
     t0 = time.perf_counter()
     runs = {}
     for s in subsets:
-        runs[s] = run_subset(s, args.holdout, args.overrides, args.reuse)
+        runs[s] = run_subset(s, args.holdout, args.overrides, args.reuse, args.keep)
         t = runs[s]["times"]
         m = runs[s]["metrics"]
         print(f"{s}: model sMAPE {m['model']['smape_mean']:.3f}, theta "

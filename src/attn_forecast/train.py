@@ -250,15 +250,19 @@ class FitResult:
 def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.optim.Optimizer,
                  loss_fn: nn.Module, p, aug_gen: torch.Generator, n: int,
                  rank: int, world: int, on_batch: Callable[[int], None] | None = None,
-                 unit: float = 1.0, rows: Rows | None = None) -> tuple[float, int]:
+                 unit: float = 1.0, rows: Rows | None = None, limit: int = 0
+                 ) -> tuple[float, int]:
     """One pass over ``batches`` of (x, y, side inputs, seen, series, windows in the whole
     batch): under DDP each rank's x and y are only its own share of the batch. Returns the mean
-    training loss over n windows and the optimizer steps taken. ``on_batch(windows done)`` is
-    called after each batch."""
+    training loss over the windows seen (n of them for a whole pass) and the optimizer steps
+    taken. ``on_batch(windows done)`` is called after each batch; ``limit`` > 0 stops after
+    that many steps."""
     model.train()
     total = None
     done = steps = 0
     for x, y, c, seen, sid, n_batch in batches:
+        if limit and steps >= limit:
+            break
         done += n_batch
         x, y = augment(x, y, p, aug_gen, unit)
         opt.zero_grad(set_to_none=True)
@@ -280,7 +284,7 @@ def _train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.op
             on_batch(done)
     if world > 1:
         torch.distributed.all_reduce(total)
-    return float(total) / n, steps  # one device sync per epoch
+    return float(total) / min(n, done), steps  # one device sync per epoch
 
 
 def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
@@ -301,8 +305,8 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     ``progress``: a :class:`Progress`, or whether to show the default one (default: on rank 0).
     ``cal`` (n, C): calendar features aligned with ``series`` (the model's calendar inputs).
     ``rows``: the windows' series (padded windows; the scalers of losses of the levels).
-    ``p.max_steps`` > 0 ends training after the epoch in which that many optimizer steps are
-    done. ``on_epoch`` is called with each epoch's history row (DVCLive logging).
+    ``p.max_steps`` > 0 ends training after that many optimizer steps (inside an epoch: its
+    history row is the mean loss of the windows it saw). ``on_epoch`` is called with each epoch's history row (DVCLive logging).
     Raises :class:`Diverged` if the loss stops being finite, and :class:`Interrupted` (naming the
     epoch) on Ctrl-C.
     """
@@ -340,7 +344,8 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
                 batch_of(train_ends[order[i:i + bs]]) for i in range(0, n, bs))
             train_loss, took = _train_epoch(
                 model, step_model, batches, opt, loss_fn, p, aug_gen, n, rank, world,
-                on_batch=lambda done, e=epoch: bar.batch(e, done, n), unit=unit, rows=rows)
+                on_batch=lambda done, e=epoch: bar.batch(e, done, n), unit=unit, rows=rows,
+                limit=p.max_steps - steps if p.max_steps else 0)
             steps += took
             if not math.isfinite(train_loss):
                 bar.close()
