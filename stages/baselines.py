@@ -40,6 +40,11 @@ def main(argv: list[str] | None = None) -> None:
                           "unavailable": unavailable})
     for line in fs.warnings:
         print(line, file=sys.stderr)
+    found = (store.auto.get("season") or {}).get("season") or 0
+    if e.season == 0 and found > 1:
+        print(f"baselines: note: evaluate.season is 0, so they fit no season; the training "
+              f"parts' season is {found} (prepare): set evaluate.season to auto to use it",
+              file=sys.stderr)
     forecasters.save(args.out, fs)
     fitted = [n for n, parts in fs.forecasts.items() if parts.get("test") is not None]
     print(f"baselines: {', '.join(fitted) or 'none'} on {len(fs.ends['test'])} test windows of "

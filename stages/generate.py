@@ -7,12 +7,10 @@ import attn_forecast.cpu as _cpu  # noqa: I001
 _cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
 import argparse  # noqa: E402
 
-import numpy as np  # noqa: E402
-
 from attn_forecast import sources  # noqa: E402
 from attn_forecast.errors import run_cli  # noqa: E402
 from attn_forecast.params import load_params  # noqa: E402
-from attn_forecast.table import check_regular, read_table, write_long  # noqa: E402
+from attn_forecast.table import check_frame_regular, read_table, write_long  # noqa: E402
 from attn_forecast.wiring import CSV_KEYS, check_inside, csv_options  # noqa: E402
 
 
@@ -22,10 +20,7 @@ def chunks(d, inputs: str):
         check_inside(d.csv_path, inputs)
         frame = read_table(d.csv_path, **csv_options(d), keys=CSV_KEYS)
         if d.csv_time_column and d.time_gaps == "error":
-            ids = frame["id"].to_numpy()
-            starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-            check_regular(ids[starts], np.r_[starts, len(ids)], frame["t"].to_numpy(),
-                          d.csv_path, CSV_KEYS)
+            check_frame_regular(frame, d.csv_path, CSV_KEYS)
         return [frame]
     if d.kind == "competition":
         return [sources.competition(d.competition, d.subset, d.holdout)]

@@ -414,6 +414,38 @@ def test_one_series_without_an_id_column(tmp_path, capsys):
     assert _scaler(store) == pytest.approx((train.mean(), train.std()), rel=1e-12)
 
 
+def test_another_series_than_the_trained_one_is_forecast_with_a_warning(tmp_path, capsys):
+    rs = np.random.default_rng(2)
+    levels = 5 + np.sin(np.arange(70) / 3.0) + rs.normal(0, 0.1, 70)
+    source = source_record(DataParams(kind="csv", csv_column="price"))
+    path = _save(tmp_path / "one.pt", _build([levels], ["price"], source=source), _tiny())
+    csv = tmp_path / "prices.csv"
+    pd.DataFrame({"price": levels}).to_csv(csv, index=False)
+    _run("--model", path, "--csv", csv, "--steps", 1, "--out", tmp_path / "a.csv")
+    first = capsys.readouterr()
+    assert "warning" not in first.err and "forecast: 1 step after 70 values" in first.out
+    pd.DataFrame({"price": 200 + 10 * levels}).to_csv(csv, index=False)   # another series
+    _run("--model", path, "--csv", csv, "--steps", 1, "--out", tmp_path / "b.csv")
+    err = capsys.readouterr().err
+    assert "forecast: warning: the last window lies" in err and "'price'" in err
+    assert "is this its series?" in err and len(err.strip().splitlines()) == 1
+
+
+def test_gaps_in_the_time_column_are_refused_as_in_training_unless_allowed(tmp_path, capsys):
+    levels = 5 + np.sin(np.arange(70) / 3.0)
+    days = pd.date_range("2024-01-01", periods=71, freq="D").strftime("%Y-%m-%d")
+    source = source_record(DataParams(kind="csv", csv_column="v", csv_time_column="day"))
+    path = _save(tmp_path / "one.pt", _build([levels], ["v"], source=source), _tiny())
+    csv = tmp_path / "gap.csv"
+    pd.DataFrame({"day": np.delete(days, 40), "v": levels}).to_csv(csv, index=False)
+    with pytest.raises(UserInputError, match=r"after 2024-02-09 comes 2024-02-11 \(1 step\(s\) "
+                                             r"of one day missing\); fill the rows, or set "
+                                             r"--time-gaps to allow"):
+        main(["--model", str(path), "--csv", str(csv), "--out", str(tmp_path / "f.csv")])
+    _run("--model", path, "--csv", csv, "--time-gaps", "allow", "--out", tmp_path / "f.csv")
+    assert "forecast: 1 step after 70 values" in capsys.readouterr().out
+
+
 def test_a_quantile_head_writes_its_levels_for_the_first_horizon(tmp_path, capsys):
     rs = np.random.default_rng(2)
     levels = 5 + np.cumsum(rs.normal(0, 0.3, 60))

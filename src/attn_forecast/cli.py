@@ -1,6 +1,6 @@
 """The ``attn-forecast`` command: ``forecast`` (the default) and ``export``.
 
-    attn-forecast forecast --model models/model.pt --csv data/external/example.csv --steps 20
+    attn-forecast forecast --model models/model.pt --csv data/raw/series.csv --steps 20
     attn-forecast export --model models/model.pt --format onnx --out model.onnx
 """
 from __future__ import annotations

@@ -131,7 +131,10 @@ def export(model: nn.Module, meta: dict, out: str | Path, fmt: str) -> Path:
             shapes = ({0: batch}, tuple({0: batch} for _ in args[1:])) if len(args) > 1 \
                 else ({0: batch},)
             program = torch.export.export(serving, args, dynamic_shapes=shapes)
-            torch.export.save(program, str(tmp))
+            import io
+            buf = io.BytesIO()   # a buffer: torch.export warns on a file not named *.pt2
+            torch.export.save(program, buf)
+            tmp.write_bytes(buf.getvalue())
     meta_path = out.with_suffix(".json")
     write_json(meta_path, describe(model.settings, meta, fmt))
     return meta_path

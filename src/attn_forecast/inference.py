@@ -1,6 +1,6 @@
 """The model as a forecaster, and the forecast command on a user's CSV.
 
-    attn-forecast forecast --model models/model.pt --csv data/external/example.csv --steps 20
+    attn-forecast forecast --model models/model.pt --csv data/raw/series.csv --steps 20
 
 Reads the file the way the training read its data (column, time column, id column, CSV
 dialect and gap handling are saved in the checkpoint; every flag overrides its saved value),
@@ -24,7 +24,7 @@ from .calendar import time_features
 from .errors import UserInputError, run_cli
 from .io import write_csv
 from .scaling import fit_one
-from .table import FEATURE_PREFIX, read_table
+from .table import FEATURE_PREFIX, check_frame_regular, read_table
 
 
 # ---------------------------------------------------------------- one series' future
@@ -145,6 +145,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--missing", choices=["error", "ffill", "drop"],
                     help="empty value cells: error, ffill (carry the last value forward) or "
                     "drop" + saved)
+    ap.add_argument("--time-gaps", choices=["error", "allow"],
+                    help="a time column must advance one step at a time (error) or may skip "
+                    "(allow)" + saved)
     ap.add_argument("--steps", type=int, default=1, help="values to forecast (>= 1; default 1)")
     ap.add_argument("--out", default="forecast.csv", help="CSV to write (default forecast.csv)")
     return ap
@@ -163,12 +166,15 @@ def main(argv: list[str] | None = None) -> None:
     known = meta["series"]
     lookup = {name: k for k, name in enumerate(known["ids"])}
     only = known["ids"][0] if len(known["ids"]) == 1 else read["column"]
+    gaps = args.time_gaps or source.get("time_gaps", "error")
     frame = read_table(args.csv, read.pop("column"), **read, features=meta["features"],
                        default_id=only, keys=FLAGS)
+    if read["time_column"] and gaps == "error":
+        check_frame_regular(frame, args.csv, FLAGS)
     off = transforms.offset(meta["transform"])
     ids = frame["id"].to_numpy()
     bounds = np.r_[np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]), len(ids)]
-    parts, unseen, skipped, note = [], 0, [], ""
+    parts, unseen, skipped, note, far = [], 0, [], "", []
     for a, b in zip(bounds[:-1], bounds[1:]):
         sid, levels = str(ids[a]), frame["value"].to_numpy()[a:b]
         feats = frame[[FEATURE_PREFIX + f for f in meta["features"]]].to_numpy()[a:b] \
@@ -177,6 +183,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             if k is not None:
                 scaler = (known["center"][k], known["scale"][k])
+                far += _far_from(levels, meta, scaler, sid)
                 fs = (np.asarray(known["feature_center"][k]),
                       np.asarray(known["feature_scale"][k])) if feats is not None else None
             else:
@@ -211,10 +218,36 @@ def main(argv: list[str] | None = None) -> None:
     if skipped:
         print(f"forecast: warning: {len(skipped)} id(s) left out, the first: {skipped[0]}",
               file=sys.stderr)
+    for line in far[:1]:
+        print(f"forecast: warning: {line}", file=sys.stderr)
     what = f"each of {len(parts)} ids" if read["id_column"] else f"{b - a} values"
     new = f" ({unseen} id(s) not in training, scaled by their own history)" \
         if unseen and read["id_column"] else ""
-    print(f"forecast: {args.steps} steps after {what}{new} -> {args.out}{note}")
+    print(f"forecast: {args.steps} step{'s' if args.steps > 1 else ''} after {what}{new} -> "
+          f"{args.out}{note}")
+
+
+FAR = 20.0   # training standard deviations: further than a trend carries a series
+
+
+def _far_from(levels: np.ndarray, meta: dict, scaler: tuple[float, float], sid: str
+              ) -> list[str]:
+    """A warning when the last window, scaled by the training scaler of the series it is taken
+    for, lies more than FAR training standard deviations from the training part's values:
+    most likely another series than the one the model was trained on."""
+    W, kind = meta["window"], meta["transform"]
+    off = transforms.offset(kind)
+    if len(levels) < W + off or meta["scaler"] == "none":
+        return []
+    z = (transforms.model_series(np.asarray(levels[-(W + off):], dtype=np.float64), kind)[-W:]
+         - scaler[0]) / scaler[1]
+    shift = float(np.abs(np.mean(z)))
+    if not np.isfinite(shift) or shift <= FAR:
+        return []
+    return [f"the last window lies {shift:,.0f} training standard deviations from the values "
+            f"of '{sid}' the model was trained on: is this its series? (a model of one series "
+            "scales any file by that series' training scaler; train on this file to forecast "
+            "it)"]
 
 
 def _own_feature_scaler(meta: dict, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -238,7 +238,23 @@ def _step_kind(t: np.ndarray, d: np.ndarray) -> tuple[str, np.ndarray, str]:
     if mode == day and (np.is_busday(days)).all() and (sec == 3 * day).any():
         return "business days", np.busday_count(days[:-1], days[1:]).astype(np.float64), \
             "one business day"
-    return "steps", sec / mode, f"{mode}s"
+    return "steps", sec / mode, _duration(mode)
+
+
+def _duration(seconds: int) -> str:
+    """A step's length in words: one day, 7 days, one hour, 30 minutes, 15 s."""
+    for size, unit in ((86400, "day"), (3600, "hour"), (60, "minute")):
+        if seconds % size == 0:
+            k = seconds // size
+            return f"one {unit}" if k == 1 else f"{k} {unit}s"
+    return f"{seconds} s"
+
+
+def check_frame_regular(frame: pd.DataFrame, where: str, keys: dict) -> None:
+    """:func:`check_regular` on a table of :func:`read_table` (each id's rows together)."""
+    ids = frame["id"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    check_regular(ids[starts], np.r_[starts, len(ids)], frame["t"].to_numpy(), where, keys)
 
 
 def check_regular(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, where: str,
@@ -255,8 +271,11 @@ def check_regular(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, where: st
     if not bad.any():
         return
     r = _first(bad)
-    show = (lambda x: str(x)[:19].replace("T", " ")) if t.dtype.kind == "M" else \
-        (lambda x: f"{x:g}")
+    if t.dtype.kind == "M":   # dates alone when every time is midnight
+        width = 10 if (t == t.astype("datetime64[D]")).all() else 19
+        show = lambda x: str(x)[:width].replace("T", " ")  # noqa: E731
+    else:
+        show = lambda x: f"{x:g}"  # noqa: E731
     i = int(np.searchsorted(offsets, r, side="right") - 1)
     of = f" of id '{ids[i]}'" if len(ids) > 1 else ""
     what = (f"{steps[r] - 1:g} step(s) of {unit} missing" if steps[r] > 1 else

@@ -31,7 +31,7 @@ def csv_options(d: DataParams) -> dict:
 def source_record(d: DataParams) -> dict:
     """What the data was, for the checkpoint and the summary."""
     if d.kind == "csv":
-        return {"kind": "csv", "path": d.csv_path, **csv_options(d)}
+        return {"kind": "csv", "path": d.csv_path, **csv_options(d), "time_gaps": d.time_gaps}
     # the generate stage's own table (data/raw/series.csv) reads back as it was written
     many = d.kind in ("panel", "competition")
     return {"kind": d.kind, "column": "value", "time_column": "t",
@@ -64,10 +64,6 @@ def check_data(p: Params, store) -> int:
             f"model.instance_norm seasonal needs a season between prepare.horizon ({H}) and "
             f"prepare.window ({W}), got evaluate.season {s}")
     return s
-
-
-
-
 
 
 DEFAULT_LEVELS = (0.1, 0.5, 0.9)  # conformal intervals of a point forecast: the 80 % interval
