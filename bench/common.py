@@ -15,8 +15,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 # the folder of users' CSV files, as dvc.yaml declares it
-INPUTS = ROOT / next(v["p"] for v in yaml.safe_load((ROOT / "dvc.yaml").read_text())["vars"]
-                     if "p" in v)["inputs"]
+PATHS = next(v["p"] for v in yaml.safe_load((ROOT / "dvc.yaml").read_text())["vars"]
+             if "p" in v)
+INPUTS = ROOT / PATHS["inputs"]
+PRIOR = ROOT / PATHS["pretrained"]   # the committed prior (train.init pretrained, zeroshot)
 
 
 # the stage scripts' environment when a benchmark runs them as processes
@@ -115,21 +117,22 @@ def stage_args(work: Path, inputs: Path | None = None) -> dict[str, list[str]]:
         "predictions": "pred.csv", "predictions_plot": "pred_plot.csv",
         "horizon": "horizon.csv", "calibration": "calibration.csv", "folds": "backtest",
         "backtest": "backtest.json", "backtest_plot": "backtest_folds.csv"}.items()}
+    prior = ["--pretrained", str(PRIOR)]
     return {
         "generate": ["--inputs", str(inputs or INPUTS), "--out", d["series"]],
         "prepare": ["--series", d["series"], "--out", d["prepared"]],
-        "baselines": ["--prepared", d["prepared"], "--out", d["baselines"]],
+        "baselines": ["--prepared", d["prepared"], "--out", d["baselines"]] + prior,
         "train": ["--prepared", d["prepared"], "--model", d["model"], "--history",
                   d["history"], "--forecasts", d["forecasts"], "--attention", d["attention"],
-                  "--lags", d["lags"]],
+                  "--lags", d["lags"]] + prior,
         "evaluate": ["--prepared", d["prepared"], "--forecasts", d["forecasts"],
                      "--baselines", d["baselines"], "--metrics", d["metrics"], "--detail",
                      d["detail"], "--by-series", d["by_series"], "--predictions",
                      d["predictions"], "--predictions-plot", d["predictions_plot"],
                      "--horizon", d["horizon"], "--calibration", d["calibration"]],
-        "backtest_train": ["--prepared", d["prepared"], "--out", d["folds"]],
+        "backtest_train": ["--prepared", d["prepared"], "--out", d["folds"]] + prior,
         "backtest_evaluate": ["--prepared", d["prepared"], "--folds", d["folds"], "--metrics",
-                              d["backtest"], "--plot", d["backtest_plot"]],
+                              d["backtest"], "--plot", d["backtest_plot"]] + prior,
     }
 
 
@@ -140,6 +143,7 @@ def run_pipeline(params: dict, workdir: Path | None = None, stages=STAGES,
     are in ``workdir/backtest.json``. ``inputs``: the folder the CSV named by data.csv_path
     lies in (default data/external)."""
     work = Path(workdir or tempfile.mkdtemp(prefix="attn-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
     pfile = work / "params.yaml"
     pfile.write_text(yaml.safe_dump(params, sort_keys=False))
     args = stage_args(work, inputs)

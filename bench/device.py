@@ -16,7 +16,6 @@ import argparse
 import contextlib
 import io
 import json
-import resource
 import shutil
 import sys
 import tempfile
@@ -26,15 +25,12 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, run_pipeline, with_overrides  # noqa: E402
+from attn_forecast.runtime import peak_rss_mib  # noqa: E402
 
 LARGE = ["prepare.window=96", "model.d_model=64", "model.ffn_dim=128", "model.n_heads=4",
          "model.n_layers=2", "model.residual=true", "train.batch_size=512",
          "prepare.val_frac=0.0", "train.patience=0", "train.augment_noise=0.0",
          "train.ensemble=1"]
-
-
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def run(params: dict, stages: tuple) -> tuple:

@@ -17,6 +17,9 @@
                 first stage, each stage (its imports and its own work), DVC after the last
   dvclive       the train stage process on the source's worked example with `train.live`
                 off and on (DVCLive logging every epoch), alternated, median of 3 each
+  defaults      `dvc exp run` on a user's CSV with only its path and columns set (the
+                defaults for real data: the prior fine-tuned), an 8,000-point daily series
+                and a 2,284-point weekly one (both generated), with what prepare chose
 
 Timings depend on the machine and on what else runs: compare figures from one run.
 """
@@ -133,8 +136,12 @@ def bench_memory(n_points: int, train_limit_s: float) -> None:
 def dvc_copy() -> Path:
     """A throwaway git + DVC repo holding the project's pipeline."""
     work = Path(tempfile.mkdtemp(prefix="attn-bench-dvc-"))
-    for name in ("dvc.yaml", "params.yaml", "stages", "src", str(INPUTS.relative_to(ROOT))):
+    # with dvc.lock and the prior's outputs, the pretrain stage is up to date (never rerun)
+    for name in ("dvc.yaml", "dvc.lock", "params.yaml", "stages", "src",
+                 str(INPUTS.relative_to(ROOT)), "models/pretrained.pt", "reports/pretrain",
+                 "reports/pretrain.json"):
         src = ROOT / name
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
     run = lambda *c: subprocess.run(c, cwd=work, env=ENV, check=True,  # noqa: E731
                                     capture_output=True)
@@ -226,6 +233,41 @@ def bench_experiment(ref: Path | None, runs: int = 3) -> None:
     print(f"experiment: where it goes (s): {parts}")
 
 
+def user_series(n: int, freq: str, period: float, seed: int):
+    """A demand-like series: level, trend, one season of ``period`` steps (and a yearly one
+    for daily data), multiplicative noise."""
+    import numpy as np
+    import pandas as pd
+    rs = np.random.default_rng(seed)
+    t = np.arange(n)
+    y = 100 + 0.01 * t + 10 * np.sin(2 * np.pi * t / period)
+    if freq == "D":
+        y += 15 * np.sin(2 * np.pi * t / 365.25)
+    y = y * (1 + 0.05 * rs.standard_normal(n))
+    days = pd.date_range("2000-01-03", periods=n, freq=freq)
+    return pd.DataFrame({"date": days.strftime("%Y-%m-%d"), "sales": np.round(y, 2)})
+
+
+def bench_defaults() -> None:
+    work = dvc_copy()
+    for name, n, freq, period in (("daily", 8000, "D", 7), ("weekly", 2284, "W-MON", 52.18)):
+        user_series(n, freq, period, 3).to_csv(work / "data/external" / f"{name}.csv",
+                                               index=False)
+    subprocess.run(["git", "add", "-A"], cwd=work, check=True)
+    subprocess.run(["git", "commit", "-qm", "user files"], cwd=work, check=True, env=ENV)
+    for name, n in (("daily", 8000), ("weekly", 2284)):
+        cmd = ["dvc", "exp", "run", "-S", "data.kind=csv", "-S",
+               f"data.csv_path=data/external/{name}.csv", "-S", "data.csv_column=sales",
+               "-S", "data.csv_time_column=date"]
+        total, lines = stage_lines(cmd, work)
+        print(f"defaults: {name}, {n:,} points: {' '.join(cmd)} {total:.1f} s (target < 60)")
+        print(f"defaults: where it goes (s): {breakdown(total, lines)}")
+        for _, x in lines:
+            if x.startswith(("prepare:", "train: ", "evaluate:")) and "epoch " not in x:
+                print(f"defaults:   {x}")
+    shutil.rmtree(work)
+
+
 def bench_dvclive(runs: int = 3) -> None:
     sys.path.insert(0, str(ROOT / "src"))
     from common import source_base
@@ -289,7 +331,7 @@ def main() -> None:
     ap.add_argument("--reference", type=Path, help="the source's worked-example script")
     ap.add_argument("--only", nargs="*", default=["train_small", "train_large", "memory",
                                                   "repro", "queue", "experiment",
-                                                  "dvclive"])
+                                                  "dvclive", "defaults"])
     ap.add_argument("--big-points", type=int, default=10_000_000)
     ap.add_argument("--train-limit", type=float, default=0.0,
                     help="stop the 10M-point train epoch after this many seconds (default 0: "
@@ -313,6 +355,8 @@ def main() -> None:
             bench_experiment(ref)
         elif name == "dvclive":
             bench_dvclive()
+        elif name == "defaults":
+            bench_defaults()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import time  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from attn_forecast import store as S  # noqa: E402
 from attn_forecast import wiring  # noqa: E402
 from attn_forecast.errors import run_cli  # noqa: E402
 from attn_forecast.io import read_json, write_json  # noqa: E402
@@ -30,16 +31,17 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--params", default="params.yaml")
     ap.add_argument("--prepared", required=True, help="folder written by prepare")
     ap.add_argument("--out", required=True, help="folder for the folds' models and forecasts")
+    ap.add_argument("--pretrained", help="the prior (train.init pretrained)")
     args = ap.parse_args(argv)
     method = "spawn" if "torch" in sys.modules else "fork"  # fork: before torch has run
-    params = load_params(args.params)
+    params = load_params(args.params, S.profile(args.prepared))
     out = Path(args.out)
     index = out / "folds.json"
     before = {f["file"]: f["key"] for f in (read_json(index)["folds"] if index.is_file() else [])}
     entries, todo, how = [], [], {}
     if params.backtest.folds:
         from attn_forecast.wiring_torch import plan_folds, train_fold  # torch: with folds
-        entries, todo, how = plan_folds(params, args.prepared, out, before)
+        entries, todo, how = plan_folds(params, args.prepared, out, before, args.pretrained)
     out.mkdir(parents=True, exist_ok=True)  # after every check: a refusal leaves nothing
     t0 = time.perf_counter()
     if todo:
@@ -48,7 +50,8 @@ def main(argv: list[str] | None = None) -> dict:
             runs = [pool.submit(train_fold, args.prepared, e["cuts"], how["settings"],
                                 params.train, how["device"], str(out / e["file"]),
                                 str(out / e["forecasts"]), e["key"], how["threads"],
-                                wiring.taus(params), wiring.parts(params)) for e in todo]
+                                wiring.taus(params), wiring.parts(params), how["prior"])
+                    for e in todo]
             for run in runs:
                 run.result()
     keep = {f for e in entries for f in (e["file"], e["forecasts"])}

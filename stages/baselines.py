@@ -25,14 +25,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--params", default="params.yaml")
     ap.add_argument("--prepared", required=True)
     ap.add_argument("--out", required=True, help="baselines' forecasts (npz) to write")
+    ap.add_argument("--pretrained", help="the prior (zeroshot)")
     args = ap.parse_args(argv)
-    params = load_params(args.params)
+    params = load_params(args.params, S.profile(args.prepared))
     e = params.evaluate
     store = S.load(args.prepared)
     season = wiring.check_data(params, store)
     chosen, unavailable = baselines(
         e.baselines, season=season, ridge_alpha=e.ridge_alpha, features=store.n_features > 0,
-        jobs=cores())
+        jobs=cores(), prior=args.pretrained)
     unavailable = {k: f"{v} (evaluate.season is {e.season}; set a period or auto)"
                    for k, v in unavailable.items()}
     fs = forecasters.run(store, chosen, wiring.parts(params), wiring.taus(params),

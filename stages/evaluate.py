@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> dict:
     for name in ("prepared", "forecasts", "baselines", *OUTPUTS):
         ap.add_argument(f"--{name.replace('_', '-')}", required=True)
     args = ap.parse_args(argv)
-    params = load_params(args.params)
+    params = load_params(args.params, S.profile(args.prepared))
     store = S.load(args.prepared)
     season = wiring.check_data(params, store)
     model, base = forecasters.load(args.forecasts), forecasters.load(args.baselines)

@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 from attn_forecast import seasons, splits  # noqa: E402
 from attn_forecast import store as S  # noqa: E402
 from attn_forecast.errors import run_cli  # noqa: E402
-from attn_forecast.params import ParamsError, load_params  # noqa: E402
+from attn_forecast.params import ParamsError, chosen, load_params, profile_of  # noqa: E402
 from attn_forecast.rules import check_patches  # noqa: E402
 from attn_forecast.table import read_long  # noqa: E402
 from attn_forecast.wiring import PREPARE_KEYS, fracs, source_record  # noqa: E402
@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     params = load_params(args.params)
     p, m, d = params.prepare, params.model, params.data
+    profile = {"name": profile_of(d.kind), "chosen": chosen(args.params, profile_of(d.kind))}
     raw = read_long(args.series, d.csv_feature_columns if d.kind == "csv" else [])
     if p.time_features and raw.t.dtype.kind != "M":
         raise ParamsError("prepare.time_features needs dates in the time column "
@@ -43,6 +44,7 @@ def main(argv: list[str] | None = None) -> None:
                          raw.horizons).val_start
     auto = seasons.choose(raw.levels, raw.offsets, n_train, p.window, m.patch_len,
                           m.patch_stride, periods=raw.periods)  # the training parts only
+    auto["profile"] = profile
     window = auto["window"]["window"] if "window" in auto else p.window
     check_patches(window, m.patch_len, m.patch_stride)
     store = S.build(raw, window=window, horizon=p.horizon, fracs=fracs(params),
@@ -57,6 +59,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"prepare: {store.n_series} series, {n['train']} train / {n['val']} val / {n['cal']} "
           f"cal / {n['test']} test windows of {window} -> {p.horizon}, scaler {p.scaler}, "
           f"transform {p.transform}{feats} -> {args.out}")
+    if profile["chosen"]:
+        print(f"prepare: auto for {profile['name']} data (data.kind {d.kind}): "
+              + ", ".join(f"{k} {v}" for k, v in profile["chosen"].items()))
     print(f"prepare: season of the training parts: {auto['season']['season'] or 'none'} "
           f"({auto['season']['reason']})"
           + (f"; window {window} ({auto['window']['reason']})" if "window" in auto else ""))

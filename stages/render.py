@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in (*INPUTS, "figures", "summary"):
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
-    params = load_params(args.params)
+    params = load_params(args.params, S.profile(args.prepared))
     store = S.load(args.prepared)
     metrics, backtest = read_json(args.metrics), read_json(args.backtest)
     by_series = text_ids(args.by_series)

@@ -31,25 +31,27 @@ def main(argv: list[str] | None = None):
     ap.add_argument("--params", default="params.yaml")
     for name in ("prepared", "model", "history", "forecasts", "attention", "lags"):
         ap.add_argument(f"--{name}", required=True)
+    ap.add_argument("--pretrained", help="the prior (train.init pretrained)")
     args = ap.parse_args(argv)
-    params = load_params(args.params)
+    params = load_params(args.params, S.profile(args.prepared))
     p = params.train
     if p.compile:  # before torch's first operation
         _cpu.unpin_torch()
     store = S.load(args.prepared)
     season = wiring.check_data(params, store)
-    dist = distributed(p.nproc, wiring_torch.device(params), __file__,
+    dist = distributed(p.nproc, wiring.device(params), __file__,
                        sys.argv[1:] if argv is None else argv)
-    settings = wiring_torch.model_settings(params, store, season)
+    settings = wiring_torch.model_settings(params, store, season, args.pretrained)
     threads, warning = wiring_torch.threads_for(params, settings,
                                                 int(store.counts("train").sum()), dist.world)
     if warning and dist.rank == 0:
         print(warning, file=sys.stderr)
-    model, results = wiring_torch.train(params, settings, store, dist)
+    model, results = wiring_torch.train(params, settings, store, dist, args.pretrained)
     if dist.rank != 0:
         return results[0]
     res = results[0]
-    checkpoint.save(args.model, model, {"prepare": store.meta(), "best_epoch": res.best_epoch,
+    checkpoint.save(args.model, model, {"prepare": store.meta(), "init": p.init,
+                                        "best_epoch": res.best_epoch,
                                         "history": res.history,
                                         "member_histories": [r.history for r in results]})
     write_columns(args.history, {k: [row[k] for row in res.history]
@@ -62,8 +64,8 @@ def main(argv: list[str] | None = None):
     write_npz(args.attention, **weights)
     write_columns(args.lags, explain.lags_table(weights["mean"] if weights["mean"].size
                                                 else None, model.settings), CSV_DIGITS)
-    print(f"train: {wiring_torch.summary(settings, model, results, store, dist, threads)} "
-          f"-> {args.model}")
+    print(f"train: {wiring_torch.summary(settings, model, results, store, dist, threads, p.init)}"
+          f" -> {args.model}")
     return res
 
 

@@ -199,6 +199,25 @@ def _source_deps() -> list[str]:
                   if not d.startswith(("stages/", "src/")) and (ROOT / d).exists())
 
 
+PRETRAIN_OUTS = ("models/pretrained.pt", "reports/pretrain/history.csv", "reports/pretrain.json")
+
+
+def copy_prior(dest: Path) -> None:
+    """The committed prior and its dvc.lock entry, as a clone of the project has them: the
+    copy's ``dvc repro`` finds the pretrain stage up to date and never pretrains."""
+    lock = ROOT / "dvc.lock"
+    entry = (yaml.safe_load(lock.read_text()) or {}).get("stages", {}).get("pretrain") \
+        if lock.exists() else None
+    if not entry or not all((ROOT / rel).exists() for rel in PRETRAIN_OUTS):
+        return
+    for rel in PRETRAIN_OUTS:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, dest / rel)
+    (dest / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0",
+                                                   "stages": {"pretrain": entry}},
+                                                  sort_keys=False))
+
+
 def _make_project(dest: Path, overrides: dict[str, Any] | None = None,
                   git: bool = True) -> Project:
     dest.mkdir(parents=True, exist_ok=True)
@@ -214,6 +233,7 @@ def _make_project(dest: Path, overrides: dict[str, Any] | None = None,
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
 
+    copy_prior(dest)
     real = yaml.safe_load((ROOT / "params.yaml").read_text())
     for key, value in {**TINY, **(overrides or {})}.items():
         set_key(real, key, value)

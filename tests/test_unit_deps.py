@@ -82,3 +82,21 @@ def test_the_committed_lock_lists_the_deps_dvc_yaml_declares(stage):
     declared = {str(d).rstrip("/") for d in dvc_spec()["stages"][stage]["deps"]}
     assert locked == declared, (f"{stage}: dvc.lock has {sorted(locked - declared)} extra, "
                                 f"misses {sorted(declared - locked)}: run dvc repro --force")
+
+
+def test_the_committed_prior_is_up_to_date_so_a_clone_never_pretrains():
+    """The pretrain stage's lock entry matches the committed files (its code, its params and
+    its outputs, byte for byte), so `dvc repro` on a fresh clone skips it. After an edit
+    that cannot change the prior: `dvc commit pretrain`; after one that can: `dvc repro
+    pretrain`."""
+    import hashlib
+
+    import yaml
+    entry = yaml.safe_load((ROOT / "dvc.lock").read_text())["stages"]["pretrain"]
+    stale = [d["path"] for d in entry["deps"] + entry["outs"]
+             if hashlib.md5((ROOT / d["path"]).read_bytes()).hexdigest() != d["md5"]]
+    assert not stale, f"pretrain is stale for {stale}: dvc commit pretrain (or dvc repro " \
+                      "pretrain when the prior would change)"
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())["pretrain"]
+    assert entry["params"]["params.yaml"]["pretrain"] == params
+    assert (ROOT / "models/pretrained.pt").stat().st_size < 5 * 2 ** 20

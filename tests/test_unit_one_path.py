@@ -23,7 +23,7 @@ from common import run_pipeline, with_overrides  # noqa: E402
 STAGES = ("generate", "prepare", "baselines", "train", "evaluate", "backtest_train",
           "backtest_evaluate")
 SETTINGS = ["data.kind=csv", "data.csv_column=sales", "data.csv_time_column=day",
-            "prepare.window=14", "prepare.horizon=2", "prepare.val_frac=0.1",
+            "train.init=scratch", "prepare.window=14", "prepare.horizon=2", "prepare.val_frac=0.1",
             "prepare.cal_frac=0.1", "model.quantiles=[0.1,0.5,0.9]",
             "evaluate.conformal=split", "evaluate.season=7", "backtest.folds=2",
             "backtest.jobs=1", "train.epochs=3", "train.ensemble=2", "train.patience=2",

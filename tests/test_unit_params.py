@@ -40,24 +40,40 @@ SOURCE = {
 
 
 def test_the_schema_defaults_are_the_params_file_values():
-    """One set of defaults: deleting a key from params.yaml changes nothing."""
+    """One set of defaults: the schema's are params.yaml's values, its autos those of the
+    synthetic profile (the built-in sine's); deleting a key from params.yaml changes nothing,
+    for either profile."""
     import yaml
+
+    from attn_forecast.params import PROFILES, parse_params
     in_file = yaml.safe_load((REPO / "params.yaml").read_text())
     defaults = Params().model_dump()
     assert set(in_file) == set(defaults)
     for section, values in in_file.items():
         assert set(values) == set(defaults[section]), section
         for key, value in values.items():
+            if f"{section}.{key}" in PROFILES["synthetic"]:
+                assert value == "auto", f"{section}.{key}"
+                value = PROFILES["synthetic"][f"{section}.{key}"]
             assert defaults[section][key] == value, f"{section}.{key}"
+    assert set(PROFILES["synthetic"]) == set(PROFILES["real"])
+    for profile in PROFILES:
+        whole = parse_params(in_file, profile)
+        for key in PROFILES[profile]:
+            section, name = key.split(".")
+            less = {s: {k: v for k, v in vals.items() if (s, k) != (section, name)}
+                    for s, vals in in_file.items()}
+            assert parse_params(less, profile) == whole, key
 
 
 def test_source_baseline_sets_every_source_setting():
     got = source_settings()
     for key, value in SOURCE.items():
         assert got[key] == value, key
-    # every key of every section, except how the run executes on this machine
+    # every key of every section, except how the run executes on this machine (and the
+    # prior's, which the worked example does not use)
     assert set(got) == {f"{sec}.{k}" for sec, vals in Params().model_dump().items()
-                        for k in vals} - set(EXECUTION_KEYS)
+                        for k in vals if sec != "pretrain"} - set(EXECUTION_KEYS)
     parse_params({s: {k.split(".")[1]: v for k, v in got.items() if k.startswith(s + ".")}
                   for s in Params().model_dump()})
 

@@ -66,7 +66,7 @@ def _load(stage: str, log: set):
                                                   ROOT / "stages" / f"{stage}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    mod.load_params = lambda path: Recorder(load_params(path), log)
+    mod.load_params = lambda path, profile=None: Recorder(load_params(path, profile), log)
     return mod
 
 
@@ -78,6 +78,10 @@ CONFIGS = {
         "model.quantiles": [0.1, 0.5, 0.9], "prepare.cal_frac": 0.1, "prepare.val_frac": 0.1,
         "evaluate.conformal": "split", "backtest.folds": 2, "train.patience": 2,
         "evaluate.baselines": ["naive", "seasonal_naive", "ridge"]},
+    "a CSV with the real profile: the prior fine-tuned, zeroshot, folds": {
+        "data.kind": "csv", "data.csv_path": "data/external/example.csv",
+        "data.csv_column": "demand", "data.csv_time_column": "date", "backtest.folds": 2,
+        "evaluate.baselines": ["naive", "ridge", "zeroshot"]},
 }
 
 

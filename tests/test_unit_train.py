@@ -5,6 +5,7 @@ thread and memory choices, the model settings and device from params, and a back
 from __future__ import annotations
 
 import io
+import shutil
 import math
 
 import numpy as np
@@ -12,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from attn_forecast import checkpoint, forecasters, runtime, splits, wiring_torch
+from attn_forecast import checkpoint, forecasters, runtime, splits, wiring, wiring_torch
 from attn_forecast import store as S
 from attn_forecast.errors import Diverged, Interrupted, UserInputError
 from attn_forecast.model import Ensemble, ModelSettings, build_model
@@ -590,19 +591,19 @@ def test_model_settings_from_params_and_the_prepared_data():
 
 
 def test_training_device_and_the_settings_it_cannot_run(monkeypatch):
-    assert wiring_torch.device(parse_params({"train": {"device": "cpu"}})).type == "cpu"
+    assert wiring.device(parse_params({"train": {"device": "cpu"}})).type == "cpu"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert wiring_torch.device(parse_params({})) == torch.device("cpu")
+    assert wiring.device(parse_params({})) == torch.device("cpu")
     with pytest.raises(ParamsError, match="train.device is cuda but no CUDA device"):
-        wiring_torch.device(parse_params({"train": {"device": "cuda"}}))
-    monkeypatch.setattr(wiring_torch.shutil, "which", lambda name: None)
+        wiring.device(parse_params({"train": {"device": "cuda"}}))
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(ParamsError, match="train.compile on CPU needs a C/C.. compiler"):
-        wiring_torch.device(parse_params({"train": {"compile": True}}))
+        wiring.device(parse_params({"train": {"compile": True}}))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    assert wiring_torch.device(parse_params({})) == torch.device("cuda")
+    assert wiring.device(parse_params({})) == torch.device("cuda")
     with pytest.raises(ParamsError, match="train.nproc is 2 but only 1 CUDA device"):
-        wiring_torch.device(parse_params({"train": {"nproc": 2}}))
+        wiring.device(parse_params({"train": {"nproc": 2}}))
 
 
 def test_train_fold_trains_on_the_folds_own_scalers_and_saves_its_forecasts(tmp_path):

@@ -82,3 +82,45 @@ def aggregate(fold_metrics: list[dict], names: list[str]) -> dict:
             entry[f"{key}_mean"] = mean([r.get(key) for r in rows])
         out[name] = entry
     return out
+
+
+def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str | None = None,
+                extra: tuple = ()) -> tuple[dict, list[dict], list[str], list[str]]:
+    """Score every fold: its model's forecasts (backtest_train's, in ``folds_dir``) and the
+    baselines, fitted on the fold's training parts only, (and the forecasters ``extra``, a
+    benchmark's peers) on the fold's test windows. Returns backtest.json's content, one row
+    per fold of the headline score, the forecasters' names and the warnings."""
+    from . import forecasters, significance, wiring
+    from .baselines import baselines
+    from .cpu import cores
+    from .evaluation import evaluate, units
+    if not entries:
+        return {"n_folds": 0}, [], [], []
+    e = params.evaluate
+    season = wiring.check_data(params, store)
+    rows, fold_metrics, pooled, names, warnings = [], [], {}, [], []
+    for entry in entries:
+        fold = store.refit(splits.Cuts.from_dict(entry["cuts"]))
+        chosen, _ = baselines(e.baselines, season=season, ridge_alpha=e.ridge_alpha,
+                              features=fold.n_features > 0, jobs=cores(), prior=prior)
+        base = forecasters.run(fold, chosen + list(extra), wiring.parts(params),
+                               wiring.taus(params))
+        model = forecasters.load(Path(folds_dir) / entry["forecasts"])
+        fs = forecasters.with_combinations(forecasters.merge(model, base), e.combinations)
+        ev = evaluate(fold, fs, noise_std=params.data.noise_std, conformal=e.conformal)
+        warnings += [f"fold {entry['fold']}: {line}" for line in ev.warnings]
+        fold_metrics.append(ev.metrics)
+        key = "mase_mean" if ev.metrics["n_series"] > 1 else "rmse"
+        rows.append({"fold": entry["fold"], "origin": fold.t[ev.ends[0]],
+                     **{n: (ev.metrics[n] or {}).get(key) for n in ev.forecasts}})
+        names = list(ev.forecasts)
+        unit = units(fold)[fold.series_of(ev.ends)]
+        for n, f in {"actual": ev.actual, "unit": unit, **ev.forecasts}.items():
+            pooled.setdefault(n, []).append(f)
+    out = aggregate(fold_metrics, names)
+    joined = {n: np.concatenate(v) for n, v in pooled.items() if all(x is not None for x in v)}
+    out["significance"] = significance.compare(
+        joined.pop("actual"), {n: joined.get(n) for n in names}, store.horizon,
+        unit=joined.pop("unit"))
+    return out, rows, names, warnings
+

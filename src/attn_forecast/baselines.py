@@ -1,6 +1,8 @@
 """The baselines a run asks for (``evaluate.baselines``), as forecasters (forecasters.py and,
 for SES, ETS, Theta, Dynamic Optimized Theta, CES and ARIMA, stats.py); ``comb`` is the
-equal-weight mean of ARIMA, ETS, CES and Dynamic Optimized Theta."""
+equal-weight mean of ARIMA, ETS, CES and Dynamic Optimized Theta; ``zeroshot`` is the prior
+(the pretrain stage's model) forecasting the data without training on it (torch is imported
+only for it)."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,11 +24,28 @@ class Unavailable:
         return Forecast(np.full((len(ends), store.horizon), np.nan))
 
 
+class ZeroShot:
+    """The prior's forecasts, zero-shot: its weights as pretrained, for the data's horizon,
+    each window read with the prior's own context (padded before a series' start)."""
+    name = "zeroshot"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fit(self, store):
+        return []
+
+    def forecast(self, store, ends, taus=()):
+        from .train import ModelForecaster
+        from .wiring_torch import prior
+        return ModelForecaster(prior(self.path, store)).forecast(store, ends, taus)
+
+
 def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bool,
-              jobs: int = 1) -> tuple[list, dict[str, str]]:
+              jobs: int = 1, prior: str | None = None) -> tuple[list, dict[str, str]]:
     """The baselines ``names`` as forecasters, and those that cannot run here with the
     reason (seasonal naive without a season). With past covariates, ``ridge`` brings
-    ``ridge_features`` beside it."""
+    ``ridge_features`` beside it. ``prior``: the pretrained checkpoint ``zeroshot`` reads."""
     out, unavailable = [], {}
     for name in names:
         if name == "naive":
@@ -43,6 +62,8 @@ def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bo
             out.append(Mean())
         elif name == "comb":
             continue   # after the others, below
+        elif name == "zeroshot":
+            out.append(ZeroShot(prior))
         elif name == "ridge":
             out += [Ridge(ridge_alpha)] + ([Ridge(ridge_alpha, features=True)] if features
                                            else [])

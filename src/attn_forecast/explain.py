@@ -26,7 +26,7 @@ def attention_weights(model, z, ends, window: int, horizon: int, side=None,
         for i in range(0, len(ends), batch):
             e = ends[i:i + batch]
             x, _, c, seen = inputs(z, side, e, window, horizon,
-                                   rows.first(e) if rows is not None else None)
+                                   rows.first(e, window) if rows is not None else None)
             _, weights = model(x, need_weights=True, cal=c, seen=seen)
             s = torch.stack(weights, dim=1).double().sum(dim=0)   # (L, heads, T, T)
             total = s if total is None else total + s

@@ -61,11 +61,13 @@ def forecast_series(model: torch.nn.Module, meta: dict, levels: np.ndarray, step
     """The next ``steps`` levels after ``levels`` (recursively, a horizon at a time), and a
     quantile head's (H, Q) quantiles of the first horizon. ``scaler``: (center, scale) of the
     model series; ``features``: the raw past covariates (n, F) with their (center, scale)."""
-    W, H, kind = meta["window"], meta["horizon"], meta["transform"]
+    H, kind = meta["horizon"], meta["transform"]
+    W = model.settings.window      # the model's context: the prior's may exceed the store's
     off = transforms.offset(kind)
-    if len(levels) < W + off:
+    need = (meta.get("context") or min(W, meta["window"])) + off
+    if len(levels) < need:
         raise UserInputError(f"the series has {len(levels)} values; this model needs at "
-                             f"least {W + off} (window {W}"
+                             f"least {need} (window {need - off}"
                              + (f" + 1 for the {kind} transform)" if off else ")"))
     names, feats = meta["time_features"], meta["features"]
     if feats and steps > H:
@@ -89,9 +91,16 @@ def forecast_series(model: torch.nn.Module, meta: dict, levels: np.ndarray, step
         while len(out) < steps:
             n = len(hist)
             z = (transforms.model_series(hist[-(W + off):], kind)[-W:] - center) / scale
-            side = _side(cal, fz, n, W, H)
+            seen = None
+            if len(z) < W:   # a short history: the steps before it padded and masked
+                seen = torch.arange(W)[None] >= W - len(z)
+                z = np.r_[np.full(W - len(z), z[0]), z]
+            if seen is not None and (cal is not None or fz is not None):
+                raise UserInputError(f"the series has {n} values; a model with calendar or "
+                                     f"feature inputs needs its whole window ({W})")
+            side = _side(cal, fz, n, W, H) if seen is None else None
             zq = model(torch.tensor(z, dtype=torch.float32)[None], cal=side,
-                       quantiles=True)[0][0].double().numpy()          # (H, Q)
+                       quantiles=True, seen=seen)[0][0].double().numpy()     # (H, Q)
             lv = np.stack([transforms.to_levels(zq[None, :, k] * scale + center, hist[-1:],
                                                 kind)[0] for k in range(zq.shape[1])], axis=1)
             if quant is None and model.settings.quantiles:

@@ -105,3 +105,13 @@ def write_columns(path: str | Path, columns: dict, digits: int) -> None:
     lines = [",".join(columns)] + [",".join(cell(c[i]) for c in cols)
                                    for i in range(len(cols[0]) if cols else 0)]
     write_text(path, "\n".join(lines) + "\n")
+
+
+def sha256_file(path: str | Path) -> str:
+    """The file's SHA-256 (hex), read in blocks."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -274,7 +274,9 @@ class AttentionForecaster(nn.Module):
         """(B, W) values [+ (B, W, C) calendar] -> (B, T, P + C) token inputs."""
         p, stride = self.settings.patch
         tok = x.unfold(1, p, stride) if p > 1 else x.unsqueeze(-1)  # (B, T, P)
-        if cal is not None:  # each token carries its newest step's calendar
+        s = self.settings
+        if cal is not None and (s.n_time_features or s.n_features):  # each token carries its
+            # newest step's calendar (a model without side inputs, the prior, takes none)
             last = torch.arange(p - 1, x.shape[1], stride, device=x.device)
             tok = torch.cat([tok, cal[0][:, last]], dim=-1)
         return tok
@@ -364,6 +366,35 @@ def build_model(s: ModelSettings | list[ModelSettings], members: int = 1) -> nn.
     if members > 1:
         return Ensemble([build_model(s) for _ in range(members)])
     return AttentionForecaster(s) if s.kind == "attention" else LSTMForecaster(s)
+
+
+def with_horizon(model: nn.Module, horizon: int) -> nn.Module:
+    """A copy of an attention model (the prior) that forecasts the first ``horizon`` steps of
+    its head: the head's last layer keeps only their outputs (laid out step by step, the
+    quantile levels of a step side by side). The other weights are copied as they are."""
+    import copy
+    s = model.settings
+    if horizon > s.horizon:
+        raise ValueError(f"the prior forecasts at most {s.horizon} steps; asked for {horizon}")
+    keep = torch.arange(horizon * s.n_outputs)
+    out = copy.deepcopy(model)
+    last = out.head[-1]
+    new = nn.Linear(last.in_features, len(keep))
+    with torch.no_grad():
+        new.weight.copy_(last.weight[keep])
+        new.bias.copy_(last.bias[keep])
+    out.head[-1] = new
+    if out.highway is not None:
+        hw = nn.Linear(out.highway.in_features, horizon)
+        with torch.no_grad():
+            hw.weight.copy_(out.highway.weight[:horizon])
+            hw.bias.copy_(out.highway.bias[:horizon])
+        out.highway = hw
+    from dataclasses import replace
+    out.settings = replace(s, horizon=horizon)
+    if out.inorm is not None:
+        out.inorm.horizon = horizon
+    return out
 
 
 def n_parameters(model: nn.Module) -> int:

@@ -42,8 +42,28 @@ def _auto_or_zero(v: Any) -> Any:
     raise PydanticCustomError("described", "auto or an integer >= 0")
 
 
+def _auto_or_number(low: float, closed: bool):
+    sign = ">=" if closed else ">"
+
+    def check(v: Any) -> Any:
+        if v == "auto":
+            return v
+        if isinstance(v, str):   # YAML reads 1e-3 (no dot) as text
+            try:
+                v = float(v)
+            except ValueError:
+                pass
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and \
+                (v >= low if closed else v > low) and v == v and abs(v) != float("inf"):
+            return float(v)
+        raise PydanticCustomError("described", f"auto or a number {sign} {low:g}")
+    return check
+
+
 Int = Annotated[int, Strict()]
 AutoOrInt = Annotated[str | int, PlainValidator(_auto_or_int)]
+AutoOrPositive = Annotated[str | float, PlainValidator(_auto_or_number(0, False))]
+AutoOrNonNegative = Annotated[str | float, PlainValidator(_auto_or_number(0, True))]
 AutoOrZero = Annotated[str | int, PlainValidator(_auto_or_zero)]
 Bool = Annotated[bool, Strict()]
 Float = Annotated[float, BeforeValidator(_no_bool), AllowInfNan(False)]
@@ -98,10 +118,10 @@ FeatureTransform = Literal["none", "diff", "log_return", "log1p"]
 
 
 class PrepareParams(_Section):
-    window: AutoOrInt = 60              # input steps; auto: from the training parts' season
+    window: AutoOrInt = 60              # input steps; auto: the data's profile (see PROFILES)
     horizon: Int = Field(1, ge=1)
     test_frac: Float = Field(0.2, gt=0, lt=1)
-    val_frac: Float = Field(0.0, ge=0, lt=1)   # validation (early stopping, best epoch)
+    val_frac: AutoOrNonNegative = 0.0      # validation (early stopping, best epoch)
     # a window needs this many input values, the earlier steps padded and masked; 0 = whole
     min_context: Int = Field(0, ge=0)
     cal_frac: Float = Field(0.0, ge=0, lt=1)   # calibration (conformal intervals)
@@ -123,7 +143,8 @@ class ModelParams(_Section):
     pooling: Literal["last", "mean"] = "mean"
     dropout: Float = Field(0.0, ge=0, lt=1)
     # per-window, reversible; seasonal: the change from seasonal naive (without a season: last)
-    instance_norm: Literal["none", "revin", "last", "seasonal", "mean", "delta"] = "none"
+    instance_norm: Literal["auto", "none", "revin", "last", "seasonal", "mean", "delta"] = \
+        "none"
     revin_affine: Bool = True
     patch_len: Int = Field(0, ge=0)     # steps per token (PatchTST); 0 = one token per step
     patch_stride: Int = Field(0, ge=0)  # steps between tokens; 0 = patch_len
@@ -135,10 +156,13 @@ class ModelParams(_Section):
 
 class TrainParams(_Section):
     seed: Int = Field(42, ge=0)
-    epochs: Int = Field(300, ge=1)
-    lr: Float = Field(0.005, gt=0)
+    # scratch: random initial weights; pretrained: the prior's (models/pretrained.pt),
+    # fine-tuned with early stopping; auto: the data's profile
+    init: Literal["auto", "scratch", "pretrained"] = "scratch"
+    epochs: AutoOrInt = 300
+    lr: AutoOrPositive = 0.005
     batch_size: AutoOrZero = "auto"    # 0 = full batch; auto: full up to 1,024 windows, else 256
-    max_steps: Int = Field(0, ge=0)    # stop after this many optimizer steps (0 = epochs only)
+    max_steps: AutoOrZero = 0          # stop after this many optimizer steps (0 = epochs only)
     optimizer: Literal["adam", "adamw"] = "adam"
     weight_decay: Float = Field(0.0, ge=0)
     loss: Literal["mse", "mae", "huber", "smape", "mase"] = "mse"
@@ -147,8 +171,8 @@ class TrainParams(_Section):
     gamma: Float = Field(0.5, gt=0, le=1)
     warmup_epochs: Int = Field(0, ge=0)
     grad_clip: Float = Field(0.0, ge=0)
-    patience: Int = Field(0, ge=0)
-    augment_noise: Float = Field(0.3, ge=0)
+    patience: AutoOrZero = 0
+    augment_noise: AutoOrNonNegative = 0.3
     augment_units: Literal["scaled", "moves"] = "scaled"
     augment_scale: Float = Field(0.0, ge=0, lt=1)
     augment_shift: Float = Field(0.0, ge=0)
@@ -157,20 +181,20 @@ class TrainParams(_Section):
     compile: Bool = False
     nproc: Int = Field(1, ge=1)
     threads: AutoOrInt = "auto"        # torch threads per process: auto (by the job) or N
-    ensemble: Int = Field(3, ge=1)     # models with seeds seed .. seed + N - 1, mean forecast
+    ensemble: AutoOrInt = 3            # models with seeds seed .. seed + N - 1, mean forecast
     live: Bool = False                 # log every epoch through DVCLive into dvclive/
 
 
 BASELINES = ("naive", "seasonal_naive", "naive2", "mean", "ridge", "ses", "ets", "theta",
-             "dot", "ces", "arima", "comb")
+             "dot", "ces", "arima", "comb", "zeroshot")
 Baseline = Literal["naive", "seasonal_naive", "naive2", "mean", "ridge", "ses", "ets", "theta",
-                   "dot", "ces", "arima", "comb"]
+                   "dot", "ces", "arima", "comb", "zeroshot"]
 
 
 class EvaluateParams(_Section):
     ridge_alpha: Float = Field(1.0, ge=0)
-    season: AutoOrZero = 0               # steps; 0 = none; auto: from the training parts
-    baselines: list[Baseline] = Field(
+    season: AutoOrZero = 0               # steps; 0 = none; auto: the data's profile
+    baselines: Literal["auto"] | list[Baseline] = Field(      # auto: the data's profile
         default_factory=lambda: ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta"])
     conformal: Literal["none", "split"] = "none"  # split: calibrate on the calibration part
     # forecasters averaged into one more, named by their names: model+comb, model+ets+theta
@@ -190,6 +214,47 @@ class RenderParams(_Section):
     dpi: Int = Field(110, ge=50, le=600)
 
 
+Generator = Literal["kernel", "ets", "arima", "trend_season"]
+
+
+class PretrainParams(_Section):
+    """The prior (stage pretrain): the corpus, the model and its training."""
+    seed: Int = Field(0, ge=0)
+    generators: list[Generator] = Field(
+        default_factory=lambda: ["kernel", "ets", "arima", "trend_season"], min_length=1)
+    real: list[Literal["yearly", "quarterly", "monthly", "other"]] = \
+        Field(default_factory=list)      # M3 subsets whose train parts join the corpus
+    real_share: Float = Field(0.0, ge=0, le=1)  # share of each round's series from them
+    series_per_round: Int = Field(1000, ge=1)
+    min_length: Int = Field(48, ge=2)
+    max_length: Int = Field(400, ge=2)
+    shift_prob: Float = Field(0.1, ge=0, le=1)  # a level shift in a series
+    spike_prob: Float = Field(0.1, ge=0, le=1)  # a few spikes in a series
+    window: Int = Field(128, ge=2)      # the longest context (steps)
+    horizon: Int = Field(24, ge=1)      # the longest horizon
+    min_context: Int = Field(8, ge=1)   # the shortest context it is trained on
+    patch_len: Int = Field(8, ge=1)
+    patch_stride: Int = Field(4, ge=1)
+    d_model: Int = Field(64, ge=2)
+    n_heads: Int = Field(4, ge=1)
+    n_layers: Int = Field(3, ge=1)
+    ffn_dim: Int = Field(128, ge=1)
+    instance_norm: Literal["revin", "last", "delta", "mean"] = "revin"
+    quantiles: list[Annotated[Float, Field(gt=0, lt=1)]] = Field(
+        default_factory=lambda: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9])
+    rounds: Int = Field(60, ge=1)
+    steps_per_round: Int = Field(100, ge=1)
+    batch_size: Int = Field(256, ge=1)
+    lr: Float = Field(0.001, gt=0)
+    warmup_rounds: Int = Field(2, ge=0)
+    grad_clip: Float = Field(1.0, ge=0)
+    val_series: Int = Field(500, ge=1)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    precision: Literal["fp32", "bf16"] = "fp32"
+    compile: Bool = False
+    nproc: Int = Field(1, ge=1)
+
+
 class Params(_Section):
     data: DataParams = DataParams()
     prepare: PrepareParams = PrepareParams()
@@ -198,6 +263,59 @@ class Params(_Section):
     evaluate: EvaluateParams = EvaluateParams()
     backtest: BacktestParams = BacktestParams()
     render: RenderParams = RenderParams()
+    pretrain: PretrainParams = PretrainParams()
+
+
+# What ``auto`` means for the keys that take it, by the data's profile: the built-in synthetic
+# data keeps the values tuned for the lecture's sine (the schema's defaults above); real data (a user's CSV, a competition)
+# gets what the real-series benchmark chose (bench/real.py --validation; docs/your-data.md).
+# A window or season of auto on real data is chosen from its training parts (seasons.py).
+PROFILES = {
+    "synthetic": {"prepare.window": 60, "prepare.val_frac": 0.0, "evaluate.season": 0,
+                  "model.instance_norm": "none", "train.init": "scratch", "train.epochs": 300,
+                  "train.lr": 0.005, "train.patience": 0, "train.augment_noise": 0.3,
+                  "train.ensemble": 3, "train.max_steps": 0,
+                  "evaluate.baselines": ["naive", "seasonal_naive", "mean", "ridge", "ets",
+                                         "theta"]},
+    "real": {"prepare.window": "auto", "prepare.val_frac": 0.1, "evaluate.season": "auto",
+             "model.instance_norm": "seasonal", "train.init": "pretrained",
+             "train.epochs": 100, "train.lr": 0.0005, "train.patience": 10,
+             "train.augment_noise": 0.0, "train.ensemble": 1, "train.max_steps": 300,
+             "evaluate.baselines": ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta",
+                                    "zeroshot"]},
+}
+SYNTHETIC_KINDS = ("sine", "seasonal", "random_walk", "panel")
+
+
+def profile_of(kind: str) -> str:
+    """The profile of a ``data.kind``: synthetic for the built-in generators, else real."""
+    return "synthetic" if kind in SYNTHETIC_KINDS else "real"
+
+
+def resolve(raw: dict, profile: str) -> tuple[dict, dict]:
+    """``raw`` params with every ``auto`` of a profile key replaced by the profile's value
+    (a window or season of auto on real data stays auto: chosen from the data); returns them
+    and what was replaced (``key -> value``)."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+    chosen = {}
+    for key, value in PROFILES[profile].items():
+        section, name = key.split(".")
+        sec = out.setdefault(section, {})
+        if isinstance(sec, dict) and sec.get(name, "auto") == "auto":
+            sec[name] = value       # a key left out is auto too
+            chosen[key] = value
+    if chosen.get("train.init") == "pretrained" and _side_inputs(out):
+        out["train"]["init"] = chosen["train.init"] = "scratch"  # the prior reads levels only
+    return out, chosen
+
+
+def _side_inputs(raw: dict) -> list[str]:
+    """The keys of ``raw`` that ask for what the prior cannot take: calendar features, past
+    covariates, an ensemble of lookbacks."""
+    return [f"{sec}.{name}" for sec, name in (("prepare", "time_features"),
+                                              ("data", "csv_feature_columns"),
+                                              ("model", "lookbacks"))
+            if isinstance(raw.get(sec), dict) and raw[sec].get(name)]
 
 
 _WHAT = {
@@ -262,12 +380,15 @@ def _one_line(err: ValidationError) -> str:
     return f"params.yaml: {key} must be {what}, got {got!r}"
 
 
-def parse_params(raw: Any) -> Params:
-    """Validate a parsed params mapping; raises ParamsError with one line."""
+def parse_params(raw: Any, profile: str | None = None) -> Params:
+    """Validate a parsed params mapping, with the ``auto`` values of ``profile``'s keys
+    resolved (None: the profile of its own ``data.kind``); raises ParamsError with one
+    line."""
     if not isinstance(raw, dict):
         raise ParamsError(f"params.yaml: must be a mapping of sections, got {type(raw).__name__}")
     try:
-        p = Params.model_validate(raw)
+        p = Params.model_validate(raw)   # every key checked before any is resolved
+        p = Params.model_validate(resolve(raw, profile or profile_of(p.data.kind))[0])
     except ValidationError as err:
         raise ParamsError(_one_line(err)) from None
     from .rules import check_combinations
@@ -275,8 +396,15 @@ def parse_params(raw: Any) -> Params:
     return p
 
 
-def load_params(path: str | Path = "params.yaml") -> Params:
-    """Read and validate a params file (YAML, safe loader)."""
+def chosen(path: str | Path, profile: str) -> dict:
+    """What ``auto`` became in a params file for ``profile``: ``key -> value``."""
+    return resolve(yaml.safe_load(Path(path).read_text()) or {}, profile)[1]
+
+
+def load_params(path: str | Path = "params.yaml", profile: str | None = None) -> Params:
+    """Read and validate a params file (YAML, safe loader), ``auto`` resolved by ``profile``
+    (a stage after prepare passes the prepared data's; None: that of the file's
+    ``data.kind``)."""
     path = Path(path)
     try:
         text = path.read_text()
@@ -288,7 +416,7 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise ParamsError(f"{path}: not valid YAML{where}") from None
-    return parse_params(raw)
+    return parse_params(raw, profile)
 
 
 # ---------------------------------------------------------------- the worked example
@@ -303,7 +431,8 @@ def source_settings() -> dict[str, Any]:
     """The lecture's worked example as ``section.key -> value`` for every key, so a run with
     all of them is the worked example whatever ``params.yaml`` holds."""
     out = {f"{section}.{key}": value for section, values in Params().model_dump().items()
-           for key, value in values.items() if f"{section}.{key}" not in EXECUTION_KEYS}
+           for key, value in values.items() if f"{section}.{key}" not in EXECUTION_KEYS
+           and section != "pretrain"}
     return {**out, **SOURCE}
 
 

@@ -20,7 +20,9 @@ class Progress:
 
     def __init__(self, epochs: int, enabled: bool = True, tty: bool | None = None,
                  after: float = 3.0, every: float = 5.0, stream=None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, what: str = "train: epoch"
+                 ) -> None:
+        self.what = what
         self.stream = sys.stderr if stream is None else stream
         self.tty = self.stream.isatty() if tty is None else tty
         self.epochs, self.enabled, self.after, self.every = epochs, enabled, after, every
@@ -32,14 +34,14 @@ class Progress:
     def update(self, epoch: int, loss: float, val: float | None) -> None:
         """After an epoch."""
         v = f"  val {val:.5f}" if val is not None else ""
-        self._show(epoch, f"train: epoch {epoch}/{self.epochs}  loss {loss:.5f}{v}",
+        self._show(epoch, f"{self.what} {epoch}/{self.epochs}  loss {loss:.5f}{v}",
                    final=epoch == self.epochs)
 
     def batch(self, epoch: int, done: int, total: int) -> None:
         """Inside an epoch (long epochs on big data): how many of its windows are done."""
         if done < total:
             self._show(epoch - 1 + done / total,
-                       f"train: epoch {epoch}/{self.epochs}, {done:,}/{total:,} windows")
+                       f"{self.what} {epoch}/{self.epochs}, {done:,}/{total:,} windows")
 
     def _show(self, epochs_done: float, text: str, final: bool = False) -> None:
         now = self.clock()

@@ -17,6 +17,12 @@ def check_combinations(p: Params) -> None:
     if p.train.patience and pp.val_frac == 0:
         raise ParamsError("params.yaml: train.patience needs a validation part: set "
                           f"prepare.val_frac > 0 (got {pp.val_frac}) or train.patience 0")
+    side = [k for k, v in (("prepare.time_features", pp.time_features),
+                           ("data.csv_feature_columns", d.csv_feature_columns)) if v]
+    if p.train.init == "pretrained" and side:
+        raise ParamsError(f"params.yaml: {side[0]} needs train.init scratch or auto (the prior "
+                          "reads the series' levels only, without calendar features or "
+                          "covariates)")
     if p.evaluate.conformal == "split" and pp.cal_frac == 0:
         raise ParamsError(
             "params.yaml: evaluate.conformal split calibrates on windows the model neither "

@@ -136,3 +136,9 @@ def distributed(nproc: int, device, script: str, argv: list[str]) -> Distributed
             torch.cuda.set_device(device)
         torch.distributed.init_process_group("nccl" if device.type == "cuda" else "gloo")
     return Distributed(rank, world, device)
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory so far (MiB; Linux reports KiB)."""
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -208,6 +208,16 @@ def save(folder: str | Path, s: Store) -> None:
         write_json(tmp / STORE_FILE, meta)
 
 
+def profile(folder: str | Path) -> str | None:
+    """The profile (synthetic, real) the prepared data's ``auto`` values were chosen for, so
+    that every later stage resolves ``auto`` as prepare did; None without prepared data (the
+    stage then gives its own error)."""
+    path = Path(folder) / STORE_FILE
+    if not path.is_file():
+        return None
+    return (read_json(path).get("auto", {}).get("profile") or {}).get("name")
+
+
 def load(folder: str | Path, mmap: bool = True) -> Store:
     """The prepared store; the flat arrays memory-mapped."""
     d = Path(folder)

@@ -38,12 +38,17 @@ class Rows:
     center: torch.Tensor           # (S,) levels = z * scale + center
     scale: torch.Tensor
     naive: torch.Tensor            # (S,) in-sample naive MAE (of the series' lag)
+    window: int = 0                # the store's window: a model reading more is padded
 
     def sid(self, ends: torch.Tensor) -> torch.Tensor:
         return torch.searchsorted(self.offsets, ends, right=True) - 1
 
-    def first(self, ends: torch.Tensor) -> torch.Tensor | None:
-        return self.offsets[self.sid(ends)] + self.off if self.padded else None
+    def first(self, ends: torch.Tensor, window: int = 0) -> torch.Tensor | None:
+        """Each window's first row with a value, when windows of ``window`` steps may reach
+        before their series (None: they never do)."""
+        if self.padded or window > self.window:
+            return self.offsets[self.sid(ends)] + self.off
+        return None
 
 
 class PinballLoss(nn.Module):
@@ -185,7 +190,7 @@ def rows_of(store, device: torch.device) -> Rows:
     f32 = lambda a: torch.tensor(np.asarray(a), dtype=torch.float32, device=device)  # noqa
     return Rows(torch.from_numpy(store.offsets).to(device), store.offset,
                 0 < store.context < store.window, f32(store.scalers.center),
-                f32(store.scalers.scale), f32(naive))
+                f32(store.scalers.scale), f32(naive), store.window)
 
 
 def to_device(store, device: torch.device) -> dict:
@@ -220,7 +225,7 @@ def predict(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: 
     for i in range(0, len(ends), batch):
         e = ends[i:i + batch]
         x, _, c, seen = inputs(series, cal, e, window, horizon,
-                               rows.first(e) if rows is not None else None)
+                               rows.first(e, window) if rows is not None else None)
         with autocast(series.device, precision):
             outs.append(model(x, cal=c, quantiles=quantiles, seen=seen)[0].float())
     if outs:
@@ -291,7 +296,8 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
         val_ends: torch.Tensor, window: int, horizon: int, p,
         step_model: nn.Module | None = None, progress: bool | Progress | None = None,
         rank: int = 0, world: int = 1, cal: torch.Tensor | None = None,
-        on_epoch: Callable[[dict], None] | None = None, rows: Rows | None = None) -> FitResult:
+        on_epoch: Callable[[dict], None] | None = None, rows: Rows | None = None,
+        keep_start: bool = False) -> FitResult:
     """Train ``model`` in place on the windows ending at ``train_ends``.
 
     ``series`` (n,) and the index tensors are on the training device. With a validation part
@@ -307,6 +313,8 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
     ``rows``: the windows' series (padded windows; the scalers of losses of the levels).
     ``p.max_steps`` > 0 ends training after that many optimizer steps (inside an epoch: its
     history row is the mean loss of the windows it saw). ``on_epoch`` is called with each epoch's history row (DVCLive logging).
+    ``keep_start`` (fine-tuning): the starting weights are a candidate too, as epoch 0, so
+    training that never improves the validation loss returns them (``best_epoch`` 0).
     Raises :class:`Diverged` if the loss stops being finite, and :class:`Interrupted` (naming the
     epoch) on Ctrl-C.
     """
@@ -326,7 +334,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
         rank reads only the windows it trains on."""
         mine = ends[rank::world] if world > 1 else ends
         x, y, c, seen = inputs(series, cal, mine, window, horizon,
-                               rows.first(mine) if rows is not None else None)
+                               rows.first(mine, window) if rows is not None else None)
         sid = rows.sid(mine) if rows is not None else None
         return x, y, c, seen, sid, len(ends)
     full = batch_of(train_ends) if bs == n else None
@@ -334,6 +342,18 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
         Progress(p.epochs, enabled=(rank == 0) if progress is None else progress)
     res = FitResult()
     best_val, best_state, stale, steps = math.inf, None, 0, 0
+
+    def val_score() -> float:
+        v = evaluate_loss(model, series, val_ends, window, horizon, loss_fn, p.precision, cal,
+                          rows)
+        if world > 1:  # every rank must take the same early-stopping decision
+            t = torch.tensor(v, device=device)
+            torch.distributed.broadcast(t, src=0)
+            v = float(t)
+        return v
+    if keep_start and len(val_ends):
+        best_val, res.best_epoch = val_score(), 0
+        best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     t0 = time.perf_counter()
     epoch = 0
     try:
@@ -354,12 +374,7 @@ def fit(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor,
                 sched.step()
             val_loss = None
             if len(val_ends):
-                val_loss = evaluate_loss(model, series, val_ends, window, horizon, loss_fn,
-                                         p.precision, cal, rows)
-                if world > 1:  # every rank must take the same early-stopping decision
-                    v = torch.tensor(val_loss, device=device)
-                    torch.distributed.broadcast(v, src=0)
-                    val_loss = float(v)
+                val_loss = val_score()
                 if val_loss < best_val:
                     best_val, stale, res.best_epoch = val_loss, 0, epoch
                     best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -390,26 +405,29 @@ def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Ten
                 wrap: Callable[[nn.Module], nn.Module] | None = None,
                 progress: bool | None = None, rank: int = 0, world: int = 1,
                 cal: torch.Tensor | None = None,
-                on_epoch: Callable[[dict], None] | None = None, rows: Rows | None = None
-                ) -> tuple[nn.Module, list[FitResult]]:
+                on_epoch: Callable[[dict], None] | None = None, rows: Rows | None = None,
+                init: nn.Module | None = None) -> tuple[nn.Module, list[FitResult]]:
     """Build and fit the model: ``p.ensemble`` members per settings (several settings: an
     ensemble over their windows, the longest first) with seeds ``p.seed``, ``p.seed + 1``,
     ...; their mean is the forecast. Each member starts from its own seed, so member 0 is
     exactly the single model of ``ensemble: 1``. ``wrap`` makes a member's forward-pass module
     (torch.compile, DistributedDataParallel). ``on_epoch`` sees the first member's epochs (the
-    history CSV's)."""
+    history CSV's). ``init``: every member starts from a copy of this model's weights (the
+    prior, fine-tuned) instead of random ones; the seeds then differ in batch order only."""
+    import copy
     kinds = settings if isinstance(settings, list) else [settings]
     members, results = [], []
     for i, s in enumerate(k for k in kinds for _ in range(p.ensemble)):
         seed = p.seed + i
         torch.manual_seed(seed)
         np.random.seed(seed)
-        model = build_model(s).to(device)
+        model = (copy.deepcopy(init) if init is not None else build_model(s)).to(device)
         member_p = p.model_copy(update={"seed": seed}) if i else p
         results.append(fit(model, series, train_ends, val_ends, s.window, s.horizon, member_p,
                            step_model=wrap(model) if wrap else None, progress=progress,
                            rank=rank, world=world, cal=cal,
-                           on_epoch=on_epoch if i == 0 else None, rows=rows))
+                           on_epoch=on_epoch if i == 0 else None, rows=rows,
+                           keep_start=init is not None))
         members.append(model)
     return (members[0] if len(members) == 1 else Ensemble(members)), results
 
@@ -436,7 +454,11 @@ class ModelForecaster:
             out = predict(m, z, e, m.settings.window, store.horizon, cal=side,
                           quantiles=quantiles, rows=rows).cpu().numpy()
             return store.to_levels(out, ends)
-        quant = run(self.model, True) if self.model.settings.quantiles else None
+        levels = list(self.model.settings.quantiles)
+        quant = run(self.model, True) if levels else None
+        if quant is not None and taus and list(taus) != levels:  # the levels asked for
+            quant = quant[..., [levels.index(t) for t in taus]] \
+                if set(taus) <= set(levels) else None
         members = np.stack([run(m) for m in self.model.members]) \
             if isinstance(self.model, Ensemble) else None
         return Forecast(run(self.model), quant, members)

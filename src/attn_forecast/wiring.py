@@ -97,3 +97,26 @@ def baselines_record(p: Params, store, season: int) -> dict:
     return {"baselines": list(e.baselines), "taus": list(taus(p)),
             "ridge_alpha": e.ridge_alpha, "season": season, "parts": list(parts(p)),
             "data": store.key()}
+
+
+def device(p: Params, section=None):
+    """``train.device`` (or that of ``section``, e.g. ``params.pretrain``) on this machine,
+    with the settings it cannot run caught first."""
+    import shutil
+
+    import torch
+    t = p.train if section is None else section
+    name = "train" if section is None else "pretrain"
+    if t.device == "cuda" and not torch.cuda.is_available():
+        raise ParamsError(f"{name}.device is cuda but no CUDA device is available; use auto "
+                          "or cpu")
+    dev = torch.device("cuda" if t.device == "cuda" or (t.device == "auto" and
+                                                         torch.cuda.is_available()) else "cpu")
+    if dev.type == "cuda" and t.nproc > torch.cuda.device_count():
+        raise ParamsError(f"{name}.nproc is {t.nproc} but only {torch.cuda.device_count()} CUDA "
+                          "device(s) are visible; use at most one process per GPU")
+    if t.compile and dev.type == "cpu" and not any(shutil.which(c) for c in
+                                                   ("cc", "gcc", "clang")):
+        raise ParamsError(f"{name}.compile on CPU needs a C/C++ compiler (cc, gcc or clang) "
+                          f"on PATH; install one or set {name}.compile false")
+    return dev

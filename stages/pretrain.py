@@ -1,0 +1,52 @@
+"""Stage pretrain: the prior, one global attention model trained on a synthetic corpus drawn
+on the fly (and, with ``pretrain.real``, the train parts of M3 subsets), for the train
+stage's ``train.init: pretrained`` and the ``zeroshot`` forecaster.
+
+out: the checkpoint (``models/pretrained.pt``, committed: a fresh clone never pretrains), the
+per-round history CSV and a metrics file (the final validation loss, windows/s, seconds and
+the peak memory). With ``pretrain.nproc`` > 1 the stage relaunches itself under
+``torch.distributed.run``, as training does.
+"""
+from __future__ import annotations
+
+import attn_forecast.cpu as _cpu  # noqa: I001
+_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
+import argparse  # noqa: E402
+import sys  # noqa: E402
+
+from attn_forecast import checkpoint, pretrain, wiring  # noqa: E402
+from attn_forecast.errors import run_cli  # noqa: E402
+from attn_forecast.io import write_columns, write_json  # noqa: E402
+from attn_forecast.params import load_params  # noqa: E402
+from attn_forecast.runtime import distributed  # noqa: E402
+
+
+def main(argv: list[str] | None = None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--params", default="params.yaml")
+    for name in ("model", "history", "metrics"):
+        ap.add_argument(f"--{name}", required=True)
+    args = ap.parse_args(argv)
+    params = load_params(args.params)
+    p = params.pretrain
+    if p.compile:  # before torch's first operation
+        _cpu.unpin_torch()
+    dist = distributed(p.nproc, wiring.device(params, p), __file__,
+                       sys.argv[1:] if argv is None else argv)
+    model, history, record = pretrain.from_params(params, dist)
+    if dist.rank != 0:
+        return history
+    checkpoint.save(args.model, model, record)
+    write_columns(args.history, {k: [row[k] for row in history]
+                                 for k in ("round", "train_loss", "val_loss", "lr")}, 6)
+    write_json(args.metrics, record["summary"])
+    s = record["summary"]
+    print(f"pretrain: {s['parameters']:,} parameters, {s['rounds']} rounds x "
+          f"{p.steps_per_round} steps of {p.batch_size} windows on {dist.device} in "
+          f"{s['seconds']:.0f} s ({s['windows_per_s']:,.0f} windows/s, peak "
+          f"{s['peak_mib']:.0f} MiB), validation pinball {s['val_loss']:.4f} -> {args.model}")
+    return history
+
+
+if __name__ == "__main__":
+    run_cli(main)
