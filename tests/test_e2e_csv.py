@@ -160,7 +160,9 @@ def test_forecast_cli_on_the_csv(csv_built):
                     "--out", "fc.csv")
     assert res.returncode == 0, res.stderr
     fc = pd.read_csv(proj.path / "fc.csv")
-    assert list(fc.columns) == ["step", "time", "forecast"]
+    # the prior fine-tuned (the defaults for a CSV): its quantiles beside the forecast
+    assert list(fc.columns) == ["step", "time", "forecast"] + [f"q{k}0" for k in range(1, 10)
+                                                               if k != 5]  # q50: forecast
     assert fc["step"].tolist() == list(range(1, 26))
     # the next 25 business days after the last date (weekends skipped)
     last = pd.Timestamp(csv_built.frame["date"].iloc[-1])

@@ -54,6 +54,11 @@ def test_the_builtin_sine_keeps_its_own_settings_and_a_csv_gets_the_real_ones():
     assert "zeroshot" in csv.evaluate.baselines and "zeroshot" not in sine.evaluate.baselines
 
 
+def test_a_competition_keeps_every_point_of_its_short_series_for_training():
+    p = parse_params({"data": {"kind": "competition"}})
+    assert (p.prepare.val_frac, p.train.patience, p.train.init) == (0.0, 0, "pretrained")
+
+
 def test_a_value_the_user_sets_wins_over_the_profile():
     p = parse_params({"data": {"kind": "csv", "csv_path": "x.csv"},
                       "train": {"init": "scratch", "lr": 0.01}})

@@ -284,12 +284,17 @@ PROFILES = {
              "evaluate.baselines": ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta",
                                     "zeroshot"]},
 }
+# a competition's short series keep every point for training: settings are chosen on its
+# own validation cut (data.holdout validation), not on a validation part of each series
+PROFILES["competition"] = {**PROFILES["real"], "prepare.val_frac": 0.0, "train.patience": 0}
 SYNTHETIC_KINDS = ("sine", "seasonal", "random_walk", "panel")
 
 
 def profile_of(kind: str) -> str:
-    """The profile of a ``data.kind``: synthetic for the built-in generators, else real."""
-    return "synthetic" if kind in SYNTHETIC_KINDS else "real"
+    """The profile of a ``data.kind``: synthetic for the built-in generators, competition
+    for the competitions' series, else real."""
+    return "synthetic" if kind in SYNTHETIC_KINDS else \
+        "competition" if kind == "competition" else "real"
 
 
 def resolve(raw: dict, profile: str) -> tuple[dict, dict]:
