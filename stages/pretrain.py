@@ -21,6 +21,29 @@ from attn_forecast.params import load_params  # noqa: E402
 from attn_forecast.runtime import distributed  # noqa: E402
 
 
+# how a run executes, not what it learns: a change of these alone keeps the prior
+EXECUTION = ("device", "compile", "nproc")
+
+
+def kept(args, p) -> bool:
+    """Whether the prior already there was made with these settings: then it is kept, so
+    that `dvc repro --force`, `dvc exp run -f` and an edit of the library do not pretrain
+    again. A new prior with the same settings: delete models/pretrained.pt first."""
+    import os
+    if not all(os.path.isfile(f) for f in (args.model, args.history, args.metrics)):
+        return False
+    try:
+        made = checkpoint.read(args.model, "the prior").get("pretrain") or {}
+    except Exception:
+        return False
+    now = p.model_dump()
+    if any(made.get(k) != now[k] for k in now if k not in EXECUTION):
+        return False
+    print(f"pretrain: {args.model} was made with these settings (pretrain in params.yaml): "
+          "kept; delete it to pretrain afresh")
+    return True
+
+
 def main(argv: list[str] | None = None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -29,6 +52,8 @@ def main(argv: list[str] | None = None):
     args = ap.parse_args(argv)
     params = load_params(args.params)
     p = params.pretrain
+    if kept(args, p):
+        return []
     if p.compile:  # before torch's first operation
         _cpu.unpin_torch()
     dist = distributed(p.nproc, wiring.device(params, p), __file__,

@@ -44,8 +44,11 @@ def test_dvclive_files_appear_during_training_and_change_nothing_else(project_fa
                 time.sleep(0.1)
                 continue
             if seen_step is None and 1 <= summary["step"] < EPOCHS:
-                seen_step = summary["step"]  # an epoch's row, before the last epoch
-                listed = _exp_show_workspace(proj)
+                # an epoch's row, before the last epoch; dvc exp show may catch the file
+                # mid-write ("corrupted"): then ask again at a later epoch
+                got = _exp_show_workspace(proj)
+                if "train_loss" in (got.get("dvclive/metrics.json") or {}).get("data", {}):
+                    seen_step, listed = summary["step"], got
             time.sleep(0.2)
         proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:

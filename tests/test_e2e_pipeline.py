@@ -78,8 +78,9 @@ def test_repro_runs_every_stage_and_writes_outputs(built):
     assert {f.name for f in (p / "data/prepared").iterdir()} == {
         "store.json", "index.npz", "levels.npy", "signal.npy", "t.npy", "z.npy"}
     meta = proj.read_json("data/prepared/store.json")
-    params = yaml.safe_load((p / "params.yaml").read_text())["prepare"]
-    assert (meta["window"], meta["horizon"]) == (params["window"], params["horizon"])
+    from attn_forecast.params import load_params
+    params = load_params(p / "params.yaml").prepare      # auto resolved: the sine's window
+    assert (meta["window"], meta["horizon"]) == (params.window, params.horizon)
     assert meta["n_series"] == 1
     assert all(meta["n_windows"][k] >= 1 for k in ("train", "test"))
 

@@ -95,3 +95,11 @@ def test_pretraining_runs_in_two_processes_as_training_does(project):
     from attn_forecast import checkpoint
     model = checkpoint.model_from(checkpoint.read(project.path / "models/pretrained.pt"))
     assert len(model.settings.quantiles) == 9 and model.settings.window == 128
+
+
+def test_a_forced_repro_keeps_the_prior_made_with_these_settings(project):
+    before = project.hashes(["models/pretrained.pt", "reports/pretrain.json"])
+    res = project.run(["dvc", "repro", "--force", "pretrain"], timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "was made with these settings" in res.stdout and "kept" in res.stdout
+    assert project.hashes(["models/pretrained.pt", "reports/pretrain.json"]) == before
