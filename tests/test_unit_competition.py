@@ -70,9 +70,11 @@ def test_each_series_is_forecast_once_over_its_last_horizon_and_short_ones_are_p
 def test_padding_never_reaches_the_model():
     """Whatever the padded steps hold, a padded window's forecast is the same."""
     torch.manual_seed(0)
-    for kind, norm in (("attention", "mean"), ("attention", "revin"), ("lstm", "last")):
+    for kind, norm, pool in (("attention", "mean", "mean"), ("attention", "revin", "mean"),
+                             ("lstm", "last", "mean"), ("attention", "last", "flatten"),
+                             ("lstm", "last", "flatten")):
         m = build_model(ModelSettings(kind=kind, window=8, horizon=2, d_model=8, ffn_dim=8,
-                                      instance_norm=norm, pooling="mean"))
+                                      instance_norm=norm, pooling=pool))
         x = torch.rand(3, 8) + 1
         seen = torch.arange(8)[None, :] >= torch.tensor([[5], [2], [0]])
         other = torch.where(seen, x, torch.full_like(x, 1e3))

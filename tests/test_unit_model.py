@@ -77,6 +77,8 @@ VARIANTS = [
     dict(highway=True, instance_norm="revin"),
     dict(kind="lstm"),
     dict(kind="lstm", n_layers=2, pooling="mean", dropout=0.2, highway=True),
+    dict(pooling="flatten", patch_len=4, patch_stride=2, residual=True),
+    dict(kind="lstm", pooling="flatten"),
 ]
 
 

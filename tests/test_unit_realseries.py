@@ -58,6 +58,31 @@ def test_seasonal_norm_adds_back_the_value_one_season_before_each_step():
         assert torch.equal(m(x)[0], torch.tensor([[5.0, 6.0, 7.0]]))
 
 
+def test_seasonal_norm_repeats_the_last_season_past_one_season():
+    """A horizon longer than the season (M3 monthly: 18 steps at season 12) is anchored on
+    seasonal naive's forecast: the last season, repeated."""
+    norm = InstanceNorm("seasonal", False, season=3, horizon=7)
+    x = torch.tensor([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]])
+    _, stats = norm.normalize(x)
+    assert torch.equal(norm.denormalize(torch.zeros(1, 7), stats),
+                       torch.tensor([[4.0, 5.0, 6.0, 4.0, 5.0, 6.0, 4.0]]))
+
+
+def test_a_season_longer_than_a_lookback_is_a_one_line_error():
+    from types import SimpleNamespace
+
+    from attn_forecast.wiring import check_data
+    p = parse_params({"model": {"instance_norm": "seasonal", "lookbacks": [6, 24]},
+                      "prepare": {"window": 24, "horizon": 18}, "evaluate": {"season": 12}})
+    store = SimpleNamespace(auto={}, window=24, horizon=18,
+                            cuts=SimpleNamespace(test_start=np.array([100])))
+    with pytest.raises(ParamsError, match=r"season of at most the shortest window \(6"):
+        check_data(p, store)
+    p = parse_params({"model": {"instance_norm": "seasonal", "lookbacks": [12, 24]},
+                      "prepare": {"window": 24, "horizon": 18}, "evaluate": {"season": 12}})
+    assert check_data(p, store) == 12      # a horizon past the season is allowed
+
+
 def test_instance_norm_lets_the_model_forecast_at_a_new_level():
     """Shifting a window shifts the forecast by exactly as much (revin, last and seasonal):
     what makes a trend reachable; revin also scales it with the window."""

@@ -90,8 +90,9 @@ class ModelSettings:
 class InstanceNorm(nn.Module):
     """Reversible per-window normalization of the values: ``revin`` (mean and std of the
     window, learned affine optional), ``last`` (minus the window's last value), ``seasonal``
-    (minus the last value on the way in; on the way out each step is added to the value one
-    season before it, so the model forecasts the change from seasonal naive), ``mean``
+    (minus the last value on the way in; on the way out each step is added to seasonal
+    naive's forecast of it, the last season repeated, so the model forecasts the change from
+    seasonal naive), ``mean``
     (divided by the window's mean absolute value: relative units, as DeepAR and Chronos scale),
     or ``delta`` (minus the last value, divided by the window's mean absolute one-step change:
     the change from the last value in units of the series' typical move).
@@ -116,9 +117,9 @@ class InstanceNorm(nn.Module):
         if self.kind == "last":
             center = x[:, -1:]
             return x - center, (center, None)
-        if self.kind == "seasonal":  # step h's anchor: the value one season before it
-            W, m = x.shape[1], self.season
-            anchor = x[:, W - m:W - m + self.horizon]                 # (B, H), H <= m
+        if self.kind == "seasonal":  # step h's anchor: seasonal naive, the last season's
+            W, m = x.shape[1], self.season                            # value repeated
+            anchor = x[:, W - m + torch.arange(self.horizon, device=x.device) % m]  # (B, H)
             return x - x[:, -1:], (anchor, None)
         if seen is None:
             mean = lambda v: v.mean(dim=1, keepdim=True)  # noqa: E731
@@ -176,7 +177,9 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
 
 
 def _head(s: ModelSettings) -> nn.Sequential:
-    width = s.d_model + s.horizon * s.n_time_features  # + the target times' calendar
+    pooled = s.d_model * (s.n_tokens if s.kind == "attention" else s.window) \
+        if s.pooling == "flatten" else s.d_model
+    width = pooled + s.horizon * s.n_time_features  # + the target times' calendar
     return nn.Sequential(nn.Linear(width, s.ffn_dim), nn.ReLU(),
                          nn.Linear(s.ffn_dim, s.horizon * s.n_outputs))
 
@@ -301,6 +304,8 @@ class AttentionForecaster(nn.Module):
         h = self.norm(h)
         if self.settings.pooling == "last":
             pooled = h[:, -1]                                                   # (B, d)
+        elif self.settings.pooling == "flatten":  # every token in its place (PatchTST's head)
+            pooled = (h if keep is None else h * keep[..., None]).flatten(1)    # (B, T * d)
         elif keep is None:
             pooled = h.mean(dim=1)
         else:
@@ -327,7 +332,8 @@ class LSTMForecaster(nn.Module):
         x, stats = _normalized(self, x, seen)
         inp = x.unsqueeze(-1) if cal is None else torch.cat([x.unsqueeze(-1), cal[0]], dim=-1)
         out, _ = self.lstm(inp)  # (B, W, d)
-        pooled = out[:, -1] if self.settings.pooling == "last" else out.mean(dim=1)
+        pooled = out[:, -1] if self.settings.pooling == "last" else out.flatten(1) \
+            if self.settings.pooling == "flatten" else out.mean(dim=1)
         return _finish(self, pooled, x, cal, stats, quantiles), None
 
 

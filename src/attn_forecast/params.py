@@ -140,7 +140,7 @@ class ModelParams(_Section):
     n_layers: Int = Field(1, ge=1)
     positional: Literal["sinusoidal", "learned", "none"] = "sinusoidal"
     residual: Bool = False
-    pooling: Literal["last", "mean"] = "mean"
+    pooling: Literal["last", "mean", "flatten"] = "mean"
     dropout: Float = Field(0.0, ge=0, lt=1)
     # per-window, reversible; seasonal: the change from seasonal naive (without a season: last)
     instance_norm: Literal["auto", "none", "revin", "last", "seasonal", "mean", "delta"] = \
