@@ -68,19 +68,25 @@ def test_seasonal_norm_repeats_the_last_season_past_one_season():
                        torch.tensor([[4.0, 5.0, 6.0, 4.0, 5.0, 6.0, 4.0]]))
 
 
-def test_a_season_longer_than_a_lookback_is_a_one_line_error():
+def test_a_season_longer_than_a_window_is_a_one_line_error():
     from types import SimpleNamespace
 
     from attn_forecast.wiring import check_data
+    from attn_forecast.wiring_torch import member_settings
     p = parse_params({"model": {"instance_norm": "seasonal", "lookbacks": [6, 24]},
                       "prepare": {"window": 24, "horizon": 18}, "evaluate": {"season": 12}})
     store = SimpleNamespace(auto={}, window=24, horizon=18,
                             cuts=SimpleNamespace(test_start=np.array([100])))
-    with pytest.raises(ParamsError, match=r"season of at most the shortest window \(6"):
-        check_data(p, store)
+    assert check_data(p, store) == 12      # a horizon past the season is allowed
+    base = ModelSettings(window=24, horizon=18, instance_norm="seasonal", season=12)
+    with pytest.raises(ParamsError, match=r"model.lookbacks has 6, below evaluate.season 12"):
+        member_settings(p, base)
     p = parse_params({"model": {"instance_norm": "seasonal", "lookbacks": [12, 24]},
                       "prepare": {"window": 24, "horizon": 18}, "evaluate": {"season": 12}})
-    assert check_data(p, store) == 12      # a horizon past the season is allowed
+    assert [m.window for m in member_settings(p, base)] == [24, 12]
+    store.window = 8
+    with pytest.raises(ParamsError, match=r"at most prepare.window \(8\), got evaluate.se"):
+        check_data(p, store)
 
 
 def test_instance_norm_lets_the_model_forecast_at_a_new_level():

@@ -58,11 +58,10 @@ def check_data(p: Params, store) -> int:
     if s > first:
         raise ParamsError(f"evaluate.season ({s}) reaches before the start of a series; it "
                           f"must be <= {first} here")
-    W = min([store.window, *p.model.lookbacks])
-    if p.model.instance_norm == "seasonal" and s > W:
+    if p.model.instance_norm == "seasonal" and s > store.window:
         raise ParamsError(
-            f"model.instance_norm seasonal needs a season of at most the shortest window "
-            f"({W}, prepare.window or model.lookbacks), got evaluate.season {s}")
+            f"model.instance_norm seasonal needs a season of at most prepare.window "
+            f"({store.window}), got evaluate.season {s}")
     return s
 
 

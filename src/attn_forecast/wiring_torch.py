@@ -52,8 +52,12 @@ def member_settings(p: Params, base: ModelSettings) -> list[ModelSettings]:
     """The settings of each window of an ensemble over ``model.lookbacks``, the longest
     first; [base] without lookbacks."""
     from dataclasses import replace
-    return [replace(base, window=w) for w in sorted(set(p.model.lookbacks), reverse=True)] \
-        or [base]
+    windows = sorted(set(p.model.lookbacks), reverse=True)
+    if base.instance_norm == "seasonal" and windows and windows[-1] < base.season:
+        raise ParamsError(f"model.instance_norm seasonal needs a season of at most each "
+                          f"window: model.lookbacks has {windows[-1]}, below evaluate.season "
+                          f"{base.season}")
+    return [replace(base, window=w) for w in windows] or [base]
 
 
 def diverged(err, p: Params) -> ParamsError:
