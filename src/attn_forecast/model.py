@@ -91,12 +91,11 @@ class InstanceNorm(nn.Module):
     """Reversible per-window normalization of the values: ``revin`` (mean and std of the
     window, learned affine optional), ``last`` (minus the window's last value), ``seasonal``
     (minus the last value on the way in; on the way out each step is added to seasonal
-    naive's forecast of it, the last season repeated, so the model forecasts the change from
-    seasonal naive), ``mean``
-    (divided by the window's mean absolute value: relative units, as DeepAR and Chronos scale),
-    or ``delta`` (minus the last value, divided by the window's mean absolute one-step change:
-    the change from the last value in units of the series' typical move).
-    Statistics are over the steps that hold values (``seen``); padding becomes 0."""
+    naive's forecast of it, the last season repeated: the model forecasts the change from
+    seasonal naive), ``mean`` (divided by the window's mean absolute value: relative units, as
+    DeepAR and Chronos scale), or ``delta`` (minus the last value, divided by the window's mean
+    absolute one-step change: the change from the last value in units of the series' typical
+    move). Statistics are over the steps that hold values (``seen``); padding becomes 0."""
 
     def __init__(self, kind: str, affine: bool, eps: float = 1e-5, season: int = 0,
                  horizon: int = 1) -> None:
@@ -219,10 +218,15 @@ def _normalized(m: nn.Module, x: torch.Tensor, seen: torch.Tensor | None) -> tup
     return (x if seen is None else x * seen), None
 
 
-def _finish(m: nn.Module, pooled: torch.Tensor, x: torch.Tensor, cal: tuple | None,
-            stats, quantiles: bool) -> torch.Tensor:
-    """What both forecasters do after pooling: the head (beside the target times' calendar),
-    the highway's linear forecast from the (normalized) window, and the instance norm undone."""
+def _finish(m: nn.Module, h: torch.Tensor, keep: torch.Tensor | None, x: torch.Tensor,
+            cal: tuple | None, stats, quantiles: bool) -> torch.Tensor:
+    """What both forecasters do with their (B, T, d) states: pool them (the last, each in its
+    place: flatten, or their mean; padding, ``keep`` False, left out), then the head beside
+    the target times' calendar, the highway's forecast from the window, the norm undone."""
+    how = m.settings.pooling
+    h = h if keep is None or how == "last" else h * keep[..., None]
+    pooled = h[:, -1] if how == "last" else h.flatten(1) if how == "flatten" else \
+        h.mean(dim=1) if keep is None else h.sum(dim=1) / keep.sum(dim=1, keepdim=True)
     y = _outputs(m.settings, m.head(_with_future(pooled, cal, m.settings)), quantiles)
     if m.highway is not None:
         y = y + (m.highway(x).unsqueeze(-1) if y.dim() == 3 else m.highway(x))
@@ -301,16 +305,7 @@ class AttentionForecaster(nn.Module):
         for block in self.blocks:
             h, w = block(h, need_weights, keep)
             weights.append(w)
-        h = self.norm(h)
-        if self.settings.pooling == "last":
-            pooled = h[:, -1]                                                   # (B, d)
-        elif self.settings.pooling == "flatten":  # every token in its place (PatchTST's head)
-            pooled = (h if keep is None else h * keep[..., None]).flatten(1)    # (B, T * d)
-        elif keep is None:
-            pooled = h.mean(dim=1)
-        else:
-            pooled = (h * keep[..., None]).sum(dim=1) / keep.sum(dim=1, keepdim=True)
-        return _finish(self, pooled, x, cal, stats, quantiles), \
+        return _finish(self, self.norm(h), keep, x, cal, stats, quantiles), \
             (weights if need_weights else None)
 
 
@@ -332,9 +327,7 @@ class LSTMForecaster(nn.Module):
         x, stats = _normalized(self, x, seen)
         inp = x.unsqueeze(-1) if cal is None else torch.cat([x.unsqueeze(-1), cal[0]], dim=-1)
         out, _ = self.lstm(inp)  # (B, W, d)
-        pooled = out[:, -1] if self.settings.pooling == "last" else out.flatten(1) \
-            if self.settings.pooling == "flatten" else out.mean(dim=1)
-        return _finish(self, pooled, x, cal, stats, quantiles), None
+        return _finish(self, out, None, x, cal, stats, quantiles), None
 
 
 class Ensemble(nn.Module):
