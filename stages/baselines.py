@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
                    for k, v in unavailable.items()}
     fs = forecasters.run(store, chosen, wiring.parts(params), wiring.taus(params),
                          {**wiring.baselines_record(params, store, season),
-                          "unavailable": unavailable})
+                          "unavailable": unavailable}, fallback=forecasters.Naive2(season))
     for line in fs.warnings:
         print(line, file=sys.stderr)
     found = (store.auto.get("season") or {}).get("season") or 0

@@ -104,7 +104,7 @@ def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str 
         chosen, _ = baselines(e.baselines, season=season, ridge_alpha=e.ridge_alpha,
                               features=fold.n_features > 0, jobs=cores(), prior=prior)
         base = forecasters.run(fold, chosen + list(extra), wiring.parts(params),
-                               wiring.taus(params))
+                               wiring.taus(params), fallback=forecasters.Naive2(season))
         model = forecasters.load(Path(folds_dir) / entry["forecasts"])
         fs = forecasters.with_combinations(forecasters.merge(model, base), e.combinations)
         ev = evaluate(fold, fs, noise_std=params.data.noise_std, conformal=e.conformal)

@@ -105,6 +105,11 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, conforma
                             noise_var, store.lags())
     table = table_for(fitted)
     metrics: dict = M.aggregate(table, list(points))
+    for name, parts in fs.forecasts.items():   # series a fallback forecast for it (run)
+        test = parts.get("test")
+        if test is not None and metrics.get(name) is not None:
+            metrics[name]["n_failed"] = 0 if test.failed is None else \
+                int(len(np.unique(sid[np.asarray(test.failed, dtype=bool)])))
     unit = units(store)
     if "model" in fitted:
         metrics["significance"] = significance.compare(actual, points, H, unit=unit[sid])

@@ -34,6 +34,7 @@ class Forecast:
     quantiles: np.ndarray | None = None  # (N, H, Q) levels
     members: np.ndarray | None = None    # (M, N, H) an ensemble's members
     warnings: list[str] = field(default_factory=list)  # series it could not fit
+    failed: np.ndarray | None = None     # (N,) bool: rows the fallback forecast (run)
 
 
 class Forecaster(Protocol):
@@ -233,17 +234,45 @@ def _split(fc: Forecast, sizes: list[int]) -> list[Forecast]:
     points = np.split(fc.point, cut)
     quants = np.split(fc.quantiles, cut) if fc.quantiles is not None else none
     members = np.split(fc.members, cut, axis=1) if fc.members is not None else none
-    return [Forecast(*x) for x in zip(points, quants, members)]
+    failed = np.split(fc.failed, cut) if fc.failed is not None else none
+    return [Forecast(p, q, m, failed=f) for p, q, m, f in zip(points, quants, members, failed)]
+
+
+def with_fallback(store: Store, fc: Forecast, ends: np.ndarray, fallback, name: str
+                  ) -> tuple[Forecast, list[str]]:
+    """``fc`` with the rows it could not forecast (any NaN) taken from ``fallback``'s forecast
+    (its quantiles, if any, collapse onto that point: an interval it did not give scores as
+    none), those rows marked in ``failed``; and the line that says so. A forecaster never
+    scores better for a series it could not forecast: it is scored on the fallback's."""
+    bad = ~np.isfinite(fc.point).all(axis=1)
+    if not bad.any():
+        return fc, []
+    fb = fallback.forecast(store, ends[bad]).point
+    point = fc.point.copy()
+    point[bad] = fb
+    quant = fc.quantiles
+    if quant is not None:
+        quant = quant.copy()
+        quant[bad] = fb[..., None]
+    series = np.unique(store.series_of(ends[bad]))
+    line = (f"warning: {name} gave no forecast for {len(series)} of {store.n_series} series "
+            f"(first: '{store.ids[series[0]]}'); {fallback.name}'s stands in for them "
+            f"(counted in {name}.n_failed)")
+    return Forecast(point, quant, fc.members, fc.warnings, bad), [line]
 
 
 def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (),
-        record: dict | None = None) -> ForecastSet:
+        record: dict | None = None, fallback=None) -> ForecastSet:
     """Fit every forecaster on the training parts and forecast the windows of ``parts`` (all
-    at once). A forecaster that fits no series at all is None."""
+    at once). A forecaster that fits no series at all is None (n/a); the series one could
+    not forecast get ``fallback``'s forecasts (default: Naive2 without a season, i.e. naive;
+    a competition passes Naive2 with its season, as the M4 rules did), counted and named."""
     ends = {part: store.ends(part) for part in parts}
     every = np.concatenate(list(ends.values()))
     out: dict[str, dict[str, Forecast | None]] = {}
     warnings: list[str] = []
+    fallback = fallback if fallback is not None else Naive2(1)
+    fitted = False
     for f in forecasters:
         if isinstance(f, Combination):
             out[f.name] = {part: combined(out, f, part) for part in ends}
@@ -251,9 +280,16 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
         warnings += f.fit(store)
         fc = f.forecast(store, every, taus)
         warnings += fc.warnings
-        failed = len(every) and np.isnan(fc.point).all()
-        out[f.name] = dict.fromkeys(ends) if failed else \
-            dict(zip(ends, _split(fc, [len(e) for e in ends.values()])))
+        if len(every) and np.isnan(fc.point).all():
+            out[f.name] = dict.fromkeys(ends)
+            continue
+        if not np.isfinite(fc.point).all():
+            if not fitted:
+                fallback.fit(store)
+                fitted = True
+            fc, lines = with_fallback(store, fc, every, fallback, f.name)
+            warnings += lines
+        out[f.name] = dict(zip(ends, _split(fc, [len(e) for e in ends.values()])))
     return ForecastSet(ends, out, tuple(taus), warnings, dict(record or {}))
 
 
@@ -262,7 +298,9 @@ def combined(forecasts: dict, c: Combination, part: str) -> Forecast | None:
     got = {m: forecasts.get(m, {}).get(part) for m in c.members}
     if any(f is None for f in got.values()):
         return None
-    return Forecast(c.combine({m: f.point for m, f in got.items()}))
+    failed = [f.failed for f in got.values() if f.failed is not None]
+    return Forecast(c.combine({m: f.point for m, f in got.items()}),
+                    failed=np.any(failed, axis=0) if failed else None)
 
 
 def with_combinations(fs: ForecastSet, names: list[str]) -> ForecastSet:
@@ -286,6 +324,8 @@ def save(path: str | Path, fs: ForecastSet) -> None:
                 arrays[f"quantiles:{name}:{part}"] = fc.quantiles
             if fc.members is not None:
                 arrays[f"members:{name}:{part}"] = fc.members
+            if fc.failed is not None:
+                arrays[f"failed:{name}:{part}"] = fc.failed
     write_npz(path, names=np.array(fs.names(), dtype=str),
               taus=np.asarray(fs.taus, dtype=np.float64),
               warnings=np.array(fs.warnings, dtype=str),
@@ -298,7 +338,8 @@ def load(path: str | Path) -> ForecastSet:
     forecasts = {}
     for name in (str(n) for n in z["names"]):
         forecasts[name] = {p: (Forecast(z[f"point:{name}:{p}"], z.get(f"quantiles:{name}:{p}"),
-                                        z.get(f"members:{name}:{p}"))
+                                        z.get(f"members:{name}:{p}"),
+                                        failed=z.get(f"failed:{name}:{p}"))
                                if f"point:{name}:{p}" in z else None) for p in parts}
     return ForecastSet({p: z[f"ends:{p}"] for p in parts}, forecasts,
                        tuple(float(t) for t in z["taus"]), [str(w) for w in z["warnings"]],

@@ -68,10 +68,12 @@ def mape(y: np.ndarray, p: np.ndarray) -> float | None:
 
 
 def smape(y: np.ndarray, p: np.ndarray) -> float:
-    """Symmetric MAPE in percent (0..200); a term where both are zero counts as 0."""
-    y, p = np.ravel(y), np.ravel(p)
+    """Symmetric MAPE in percent (0..200); a term where both are zero counts as 0. A missing
+    forecast (NaN) makes it NaN, never 0: a forecaster never scores better for failing."""
+    y, p = np.ravel(y).astype(np.float64), np.ravel(p).astype(np.float64)
     den = np.abs(y) + np.abs(p)
     terms = np.divide(2 * np.abs(p - y), den, out=np.zeros_like(den), where=den > 0)
+    terms[np.isnan(den)] = np.nan
     return float(100 * np.mean(terms))
 
 
@@ -157,14 +159,26 @@ def per_series(ids: np.ndarray, sid: np.ndarray, actual: np.ndarray, last: np.nd
 def aggregate(table, names: list[str]) -> dict:
     """Each forecaster's scores over the series: for one series, the series' own; for many,
     the mean and median over series of :data:`AGGREGATED` (mean MASE is the headline: it is
-    scale-free, so every series counts alike), ``n_series`` (those scored) and
-    ``beats_naive`` (the share of series where its MASE is below naive's). A series a
-    forecaster could not fit is left out of its aggregates."""
+    scale-free, so every series counts alike), ``n_series`` (those with a MASE) and
+    ``beats_naive`` (the share of series where its MASE is below naive's).
+
+    Every forecaster is averaged over the same series: those where the score is defined for
+    some forecaster (MASE is not for a series whose training part never moves). A forecaster
+    without a score on one of them (no forecast: NaN) gets no mean at all (None), so failing
+    on a hard series can never lower its mean; the forecasters fill such series with a named
+    fallback before they are scored (forecasters.run), so this is the last guard."""
     out: dict = {}
+    present = [n for n in names if f"{n}_rmse" in table and not table[f"{n}_rmse"].isna().all()]
+    defined = {}
+    for metric in AGGREGATED:
+        cols = [table[f"{n}_{metric}"].to_numpy(dtype=float) for n in present
+                if f"{n}_{metric}" in table]
+        defined[metric] = np.any([np.isfinite(c) for c in cols], axis=0) if cols else \
+            np.zeros(len(table), dtype=bool)
     for name in names:
         cols = [c for c in table.columns if c.startswith(f"{name}_")
                 and re.fullmatch(SCORES, c[len(name) + 1:])]
-        if not cols or table[f"{name}_rmse"].isna().all():
+        if not cols or name not in present:
             out[name] = None
             continue
         if len(table) == 1:
@@ -173,12 +187,12 @@ def aggregate(table, names: list[str]) -> dict:
         m = {}
         for metric in AGGREGATED:
             v = table.get(f"{name}_{metric}")
-            v = v.to_numpy(dtype=float) if v is not None else np.zeros(0)
-            v = v[np.isfinite(v)]
-            m[f"{metric}_mean"] = float(np.mean(v)) if len(v) else None
-            m[f"{metric}_median"] = float(np.median(v)) if len(v) else None
+            v = v.to_numpy(dtype=float)[defined[metric]] if v is not None else np.zeros(0)
+            ok = len(v) and np.isfinite(v).all()
+            m[f"{metric}_mean"] = float(np.mean(v)) if ok else None
+            m[f"{metric}_median"] = float(np.median(v)) if ok else None
         mase_ = table[f"{name}_mase"].to_numpy(dtype=float)
-        m["n_series"] = int(np.isfinite(mase_).sum())
+        m["n_series"] = int(defined["mase"].sum())   # the same for every forecaster
         if name != "naive" and "naive_mase" in table:
             naive = table["naive_mase"].to_numpy(dtype=float)
             both = np.isfinite(mase_) & np.isfinite(naive)
@@ -190,6 +204,39 @@ def aggregate(table, names: list[str]) -> dict:
             keys = ("smape_mean", "mase_mean") if "smape_mean" in m else ("smape", "mase")
             if all(m.get(k) is not None and two.get(k) for k in keys):
                 m["owa"] = 0.5 * (m[keys[0]] / two[keys[0]] + m[keys[1]] / two[keys[1]])
+    return out
+
+
+def pooled(tables: list, horizons: list[int], names: list[str]) -> dict:
+    """Per-series tables of several subsets (each forecasting ``horizons[k]`` steps) as one
+    column, the way the field reports a competition's "all": each forecaster's mean sMAPE and
+    MASE over every forecast (series x step: a series weighs its windows x its horizon, so
+    M3 monthly's 18 steps weigh 69 %), ``smape``, ``mase``, and beside them the mean over
+    series (every series alike) ``smape_series``, ``mase_series``; OWA from each pair
+    relative to Naive2's (``owa``, ``owa_series``). A forecaster missing from a subset
+    (seasonal naive without a season), or without a score on one of its series, has none."""
+    out: dict = {}
+    for name in names:
+        cols = [f"{name}_smape", f"{name}_mase"]
+        if not all(c in t for t in tables for c in cols):
+            continue
+        w = np.concatenate([t["n_test"].to_numpy(float) * h for t, h in zip(tables, horizons)])
+        row = {}
+        for metric in ("smape", "mase"):
+            v = np.concatenate([t[f"{name}_{metric}"].to_numpy(float) for t in tables])
+            ok = np.isfinite(v).all()
+            row[metric] = float(np.sum(v * w) / np.sum(w)) if ok else None
+            row[f"{metric}_series"] = float(np.mean(v)) if ok else None
+        row["n_series"] = int(len(w))
+        row["n_forecasts"] = int(np.sum(w))
+        if all(v is not None for v in row.values()):
+            out[name] = row
+    two = out.get("naive2")
+    for m in out.values():
+        if two:
+            for suffix in ("", "_series"):
+                m[f"owa{suffix}"] = 0.5 * (m[f"smape{suffix}"] / two[f"smape{suffix}"]
+                                           + m[f"mase{suffix}"] / two[f"mase{suffix}"])
     return out
 
 

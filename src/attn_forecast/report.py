@@ -118,6 +118,11 @@ def summary_markdown(metrics: dict, p: Params, backtest: dict | None = None,
               (metrics.get("unavailable") or {})]
     if failed:
         notes.append(f"Not fitted (too short or constant): {', '.join(failed)}.")
+    stood_in = [f"{n} on {metrics[n]['n_failed']}" for n in names
+                if (metrics[n] or {}).get("n_failed")]
+    if stood_in:
+        notes.append("Scored on a fallback's forecasts (naive2) where they gave none: "
+                     f"{', '.join(stood_in)} series.")
     if metrics.get("n_dropped"):
         notes.append(f"{metrics['n_dropped']} series too short for a window in every part were "
                      "left out.")

@@ -137,6 +137,5 @@ class Stat:
                 for (lo_i, hi_i, pct) in pairs:
                     quant[r, :, lo_i], quant[r, :, hi_i] = bands[pct]
         notes = [f"warning: {self.name} could not be fitted on {len(failed)} of "
-                 f"{len(tasks)} series (first: {failed[0]}); they are left out of its scores"
-                 ] if failed else []
+                 f"{len(tasks)} series (first: {failed[0]})"] if failed else []
         return Forecast(point, quant, warnings=notes)
