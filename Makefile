@@ -32,11 +32,11 @@ $(STAMP): pyproject.toml constraints.txt
 repro: $(STAMP)
 	$(BIN)/dvc repro
 
-# Fast unit tests first, then the end-to-end tests (the real dvc in throw-away repositories),
-# two at a time; both print [done/total] counts.
+# Fast unit tests first (tests/unit/<package>/, as src/attn_forecast/), then the end-to-end
+# tests (the real dvc in throw-away repositories), two at a time; both print [done/total].
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(sort $(wildcard tests/test_unit_*.py))
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile $(sort $(wildcard tests/test_e2e_*.py))
+	$(BIN)/python -m pytest -q tests/unit
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests/e2e
 
 # The lecture's worked example exactly as written, as one DVC experiment beside the
 # defaults: every setting is given (data, windows, scaler, model, training), so nothing an
@@ -44,7 +44,7 @@ test: $(STAMP)
 # leaves the workspace (params.yaml and outputs) untouched.
 source-baseline: $(STAMP)
 	$(BIN)/dvc exp run --temp -f -n source-baseline \
-	    $$(PYTHONPATH=src $(BIN)/python -m attn_forecast.params)
+	    $$(PYTHONPATH=src $(BIN)/python -m attn_forecast.config.worked_example)
 
 # Benchmarks (not tests): accuracy over seeds 42, 1, 2, 3, 4 and speed, beside the source's
 # worked example when REFERENCE points at it.

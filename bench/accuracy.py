@@ -50,7 +50,7 @@ def run_project(base: dict, overrides: list[str], seed: int,
     work = Path(tempfile.mkdtemp(prefix="attn-accuracy-"))
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         fit, m = run_pipeline(p, work)
-    pred = pd.read_csv(work / "pred.csv")
+    pred = pd.read_csv(work / "predictions.csv")
     series = pd.read_csv(work / "series.csv")
     shutil.rmtree(work)
     if first_target is None:

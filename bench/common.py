@@ -1,9 +1,9 @@
 """Shared helpers for the benchmarks: params overrides like `dvc exp run -S`, and the stage
-scripts run in-process (one torch import for many runs) into a scratch folder."""
+scripts run in-process (one torch import for many runs) into a scratch folder, with the
+command lines dvc.yaml gives them (attn_forecast.pipeline.stages)."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import os
 import subprocess
 import sys
@@ -60,14 +60,11 @@ def stage_memory(params: dict, label: str, train_limit_s: float | None,
     import yaml
     work = Path(tempfile.mkdtemp(prefix="attn-bench-"))
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    py, st = sys.executable, str(ROOT / "stages")
-    steps = {
-        "generate": [py, f"{st}/generate.py", "--inputs", str(INPUTS), "--out", "series.csv"],
-        "prepare": [py, f"{st}/prepare.py", "--series", "series.csv", "--out", "prepared"],
-        "train (1 epoch)": [py, f"{st}/train.py", "--prepared", "prepared", "--model",
-                            "model.pt", "--history", "history.csv", "--forecasts", "fc.npz",
-                            "--attention", "att.npz", "--lags", "lags.csv"],
-    }
+    py, st = sys.executable, ROOT / "stages"
+    args = stage_args(work)
+    steps = {"generate": [py, str(st / "generate.py")] + args["generate"],
+             "prepare": [py, str(st / "prepare.py")] + args["prepare"],
+             "train (1 epoch)": [py, str(st / "train.py")] + args["train"]}
     for name, cmd in steps.items():
         is_train = name.startswith("train")
         rss, secs, stopped = peak_rss_mib(cmd, work, train_limit_s if is_train else None)
@@ -76,13 +73,6 @@ def stage_memory(params: dict, label: str, train_limit_s: float | None,
         print(f"memory: {name}{label}: peak RSS {rss:,.0f} MiB{note} (target < {limit:,} MiB)",
               flush=True)
     return work
-
-
-def load_stage(name: str):
-    spec = importlib.util.spec_from_file_location(f"stage_{name}", ROOT / "stages" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def with_overrides(base: dict, overrides: list[str]) -> dict:
@@ -100,7 +90,7 @@ def with_overrides(base: dict, overrides: list[str]) -> dict:
 
 def source_base(base: dict) -> dict:
     """``base`` with every setting of the lecture's worked example (make source-baseline's)."""
-    from attn_forecast.params import dvc_set_args, source_settings
+    from attn_forecast.config.worked_example import dvc_set_args, source_settings
     return with_overrides(base, dvc_set_args(source_settings())[1::2])  # the "k=v" halves
 
 
@@ -108,48 +98,28 @@ STAGES = ("generate", "prepare", "baselines", "train", "evaluate")
 
 
 def stage_args(work: Path, inputs: Path | None = None) -> dict[str, list[str]]:
-    """Each stage's command-line arguments into the scratch folder ``work``."""
-    d = {k: str(work / v) for k, v in {
-        "series": "series.csv", "prepared": "prepared", "baselines": "baselines.npz",
-        "model": "model.pt", "forecasts": "forecasts.npz", "history": "history.csv",
-        "attention": "att.npz", "lags": "lags.csv", "metrics": "metrics.json",
-        "detail": "metrics_detail.json", "by_series": "by_series.csv",
-        "predictions": "pred.csv", "predictions_plot": "pred_plot.csv",
-        "horizon": "horizon.csv", "calibration": "calibration.csv", "folds": "backtest",
-        "backtest": "backtest.json", "backtest_plot": "backtest_folds.csv"}.items()}
-    prior = ["--pretrained", str(PRIOR)]
-    return {
-        "generate": ["--inputs", str(inputs or INPUTS), "--out", d["series"]],
-        "prepare": ["--series", d["series"], "--out", d["prepared"]],
-        "baselines": ["--prepared", d["prepared"], "--out", d["baselines"]] + prior,
-        "train": ["--prepared", d["prepared"], "--model", d["model"], "--history",
-                  d["history"], "--forecasts", d["forecasts"], "--attention", d["attention"],
-                  "--lags", d["lags"]] + prior,
-        "evaluate": ["--prepared", d["prepared"], "--forecasts", d["forecasts"],
-                     "--baselines", d["baselines"], "--metrics", d["metrics"], "--detail",
-                     d["detail"], "--by-series", d["by_series"], "--predictions",
-                     d["predictions"], "--predictions-plot", d["predictions_plot"],
-                     "--horizon", d["horizon"], "--calibration", d["calibration"]],
-        "backtest_train": ["--prepared", d["prepared"], "--out", d["folds"]] + prior,
-        "backtest_evaluate": ["--prepared", d["prepared"], "--folds", d["folds"], "--metrics",
-                              d["backtest"], "--plot", d["backtest_plot"]] + prior,
-    }
+    """Each stage's command-line arguments into the scratch folder ``work`` (from dvc.yaml)."""
+    from attn_forecast.pipeline.stages import stage_args as from_dvc_yaml
+    return from_dvc_yaml(work, ROOT, inputs)
+
+
+def load_stage(name: str):
+    from attn_forecast.pipeline.stages import load_stage as load
+    return load(name, ROOT)
 
 
 def run_pipeline(params: dict, workdir: Path | None = None, stages=STAGES,
                  inputs: Path | None = None):
     """Run the stages in-process on ``params``; returns (FitResult, every score: the
-    metrics_detail.json dict); with the backtest stages also asked for, the backtest metrics
-    are in ``workdir/backtest.json``. ``inputs``: the folder the CSV named by data.csv_path
-    lies in (default data/external)."""
+    detail.json dict); with the backtest stages also asked for, the backtest metrics are in
+    ``workdir/backtest.json``. ``inputs``: the folder the CSV named by data.csv_path lies in
+    (default data/external)."""
+    from attn_forecast.pipeline.stages import run_stages
     work = Path(workdir or tempfile.mkdtemp(prefix="attn-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     pfile = work / "params.yaml"
     pfile.write_text(yaml.safe_dump(params, sort_keys=False))
-    args = stage_args(work, inputs)
-    out = {}
-    for name in stages:
-        out[name] = load_stage(name).main(["--params", str(pfile)] + args[name])
+    out = run_stages(pfile, work, ROOT, stages, inputs)
     return out.get("train"), out.get("evaluate")
 
 
@@ -162,6 +132,6 @@ def pipeline_metrics(params: dict, inputs: Path | None = None) -> dict:
     work = Path(tempfile.mkdtemp(prefix="attn-bench-"))
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         run_pipeline(params, work, inputs=inputs)
-    m = json.loads((work / "metrics_detail.json").read_text())
+    m = json.loads((work / "detail.json").read_text())
     shutil.rmtree(work)
     return m

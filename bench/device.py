@@ -25,7 +25,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, run_pipeline, with_overrides  # noqa: E402
-from attn_forecast.runtime import peak_rss_mib  # noqa: E402
+from attn_forecast.training.distributed import peak_rss_mib  # noqa: E402
 
 LARGE = ["prepare.window=96", "model.d_model=64", "model.ffn_dim=128", "model.n_heads=4",
          "model.n_layers=2", "model.residual=true", "train.batch_size=512",

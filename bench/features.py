@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("-S", dest="overrides", action="append", default=[])
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
-    from attn_forecast.sources import ohlcv
+    from attn_forecast.data.sources import ohlcv
     base = with_overrides(yaml.safe_load((ROOT / "params.yaml").read_text()),
                           BASE + args.overrides)
     seeds = [int(s) for s in args.seeds.split(",")]

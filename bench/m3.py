@@ -100,8 +100,8 @@ def run_subset(subset: str, holdout: str, overrides: list[str], reuse: Path | No
         if stage == "baselines" and reuse:
             # the baselines depend on the prepared data (its key) and the field, not on the
             # model's settings
-            from attn_forecast import store as S
-            key = hashlib.sha256(json.dumps([S.load(work / "prepared").key(),
+            from attn_forecast.data.store_io import load
+            key = hashlib.sha256(json.dumps([load(work / "prepared").key(),
                                              params["evaluate"]], sort_keys=True)
                                  .encode()).hexdigest()[:12]
             cached = reuse / f"{subset}-{holdout}-{key}-baselines.npz"
@@ -115,7 +115,7 @@ def run_subset(subset: str, holdout: str, overrides: list[str], reuse: Path | No
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(work / "baselines.npz", cached)
         times[stage] = time.perf_counter() - t0
-    out = {"metrics": json.loads((work / "metrics_detail.json").read_text()),
+    out = {"metrics": json.loads((work / "detail.json").read_text()),
            "by_series": pd.read_csv(work / "by_series.csv", dtype={"id": str}), "times": times}
     if keep:
         print(f"{subset}: the run's files are in {work}", file=sys.stderr)
@@ -127,7 +127,7 @@ def run_subset(subset: str, holdout: str, overrides: list[str], reuse: Path | No
 def pooled(runs: dict, names: list[str]) -> dict:
     """The "all" column: metrics.pooled over the subsets' per-series tables (the mean over
     every forecast, the field's rule, and the mean over series beside it)."""
-    from attn_forecast.metrics import pooled as pool
+    from attn_forecast.evaluation.metrics import pooled as pool
     return pool([r["by_series"] for r in runs.values()], [HORIZON[s] for s in runs], names)
 
 

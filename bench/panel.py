@@ -57,8 +57,8 @@ def bench_memory(n_series: int, n_points: int, limit_s: float | None) -> None:
 def _raw(n_series: int, n_points: int, seed: int = 42):
     import pandas as pd
 
-    from attn_forecast.sources import panel
-    from attn_forecast.store import Raw
+    from attn_forecast.data.sources import panel
+    from attn_forecast.data.long_table import Raw
     frame = pd.concat(panel(n_series, n_points, 0, seed, 0.15, 0.002))
     idv = frame["id"].to_numpy()
     starts = np.flatnonzero(np.r_[True, idv[1:] != idv[:-1]])
@@ -68,10 +68,9 @@ def _raw(n_series: int, n_points: int, seed: int = 42):
 
 
 def _store(raw, window: int):
-    from attn_forecast.store import build
-    from attn_forecast.wiring import PREPARE_KEYS
+    from attn_forecast.data.build import build
     return build(raw, window=window, horizon=1, fracs={"test": 0.2, "val": 0.0, "cal": 0.0},
-                 scaler="zscore", transform="none", keys=PREPARE_KEYS)
+                 scaler="zscore", transform="none")
 
 
 def _panel(n_series: int, n_points: int, window: int, seed: int = 42):
@@ -88,11 +87,11 @@ def bench_speed(device: str, n_windows: int = 200_000) -> None:
     import resource
 
     import torch
-    from attn_forecast.model import build_model
-    from attn_forecast.params import parse_params
-    from attn_forecast.train import autocast, fit
-    from attn_forecast.windows import spread
-    from attn_forecast.wiring_torch import model_settings
+    from attn_forecast.model.networks import build_model
+    from attn_forecast.config.load import parse_params
+    from attn_forecast.training.loop import autocast, fit
+    from attn_forecast.data.windows import spread
+    from attn_forecast.pipeline.model import model_settings
     panel = _panel(2_000, 2_000, 96)
     dev = torch.device(device)
     ends = spread(panel.ends("train"), n_windows)
@@ -146,11 +145,14 @@ def bench_speed(device: str, n_windows: int = 200_000) -> None:
 def bench_global(n_series: int = 200, n_points: int = 400) -> None:
     import torch
 
-    from attn_forecast import forecasters
-    from attn_forecast.evaluation import evaluate
-    from attn_forecast.params import parse_params
-    from attn_forecast.train import ModelForecaster, train_model, to_device
-    from attn_forecast.wiring_torch import model_settings
+    from attn_forecast.forecasters.run import run as run_forecasters
+    from attn_forecast.forecasters.simple import Naive
+    from attn_forecast.evaluation.scoring import evaluate
+    from attn_forecast.config.load import parse_params
+    from attn_forecast.forecasters.neural import ModelForecaster
+    from attn_forecast.training.batches import to_device
+    from attn_forecast.training.loop import train_model
+    from attn_forecast.pipeline.model import model_settings
     params = parse_params(with_overrides(BASE, PANEL + [
         "prepare.window=24", "train.epochs=30", "train.batch_size=64", "train.device=cpu"]))
     raw = _raw(n_series, n_points)
@@ -161,7 +163,7 @@ def bench_global(n_series: int = 200, n_points: int = 400) -> None:
         model, _ = train_model(model_settings(params, store, 0), data["z"], data["train"],
                                data["val"], params.train, torch.device("cpu"), progress=False)
         secs = time.perf_counter() - t0
-        fs = forecasters.run(store, [ModelForecaster(model), forecasters.Naive()], ("test",))
+        fs = run_forecasters(store, [ModelForecaster(model), Naive()], ("test",))
         ev = evaluate(store, fs, noise_std=None)
         return ev.by_series["model_mase"].to_numpy(), ev.by_series["naive_mase"].to_numpy(), \
             secs

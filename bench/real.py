@@ -82,7 +82,7 @@ class Fracast:
         return []
 
     def forecast(self, store, ends, taus=()):
-        from attn_forecast.forecasters import Forecast
+        from attn_forecast.forecasters.protocol import Forecast
         W, H = self.model.context_length, store.horizon
         first = store.offsets[store.series_of(ends)] + store.offset
         ctx = np.full((len(ends), W), np.nan, dtype=np.float32)
@@ -102,7 +102,7 @@ def _dates(start: str, n: int, freq: str) -> list[str]:
 def load(name: str) -> tuple[pd.DataFrame, str]:
     """(frame with `time` and `value`, frequency) of one benchmark series."""
     if name in RANDOM_WALKS:
-        from attn_forecast.sources import random_walk
+        from attn_forecast.data.sources import random_walk
         v = random_walk(1000, 7, start_price=100.0, drift=0.0002, volatility=0.01)["value"]
         return pd.DataFrame({"time": np.arange(len(v)), "value": v}), "steps"
     if name in ("realgdp", "cpi", "unemp", "elnino"):
@@ -130,15 +130,15 @@ def backtest(p: dict, work: Path, inputs: Path, peers: tuple) -> dict:
     """The pipeline on ``p`` in ``work``, then every fold scored (the backtest_evaluate
     stage's scoring, with the benchmark's ``peers`` on the same windows): backtest.json's
     content."""
-    from attn_forecast import store as S
-    from attn_forecast.backtest import score_folds
+    from attn_forecast.data.store_io import load, profile
+    from attn_forecast.pipeline.backtest import score_folds
     from attn_forecast.io import read_json
-    from attn_forecast.params import load_params
+    from attn_forecast.config.load import load_params
     from common import PRIOR
     run_pipeline(p, work, stages=STAGES, inputs=inputs)
-    params = load_params(work / "params.yaml", S.profile(work / "prepared"))
-    entries = read_json(work / "backtest" / "folds.json")["folds"]
-    return score_folds(params, S.load(work / "prepared"), entries, work / "backtest",
+    params = load_params(work / "params.yaml", profile(work / "prepared"))
+    entries = read_json(work / "backtest_models" / "folds.json")["folds"]
+    return score_folds(params, load(work / "prepared"), entries, work / "backtest_models",
                        prior=str(PRIOR), extra=peers)[0]
 
 

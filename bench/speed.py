@@ -83,11 +83,12 @@ def dataloader_loop(p: dict, epochs: int = 1) -> float:
     """The straightforward loop: materialize every window, TensorDataset + DataLoader."""
     import numpy as np
     import torch
-    from attn_forecast import store as S
-    from attn_forecast.model import ModelSettings, build_model
+    from attn_forecast.data.store_io import load
+    from attn_forecast.model.networks import build_model
+    from attn_forecast.model.settings import ModelSettings
     work = Path(tempfile.mkdtemp(prefix="attn-bench-"))
     quiet(run_pipeline, p, work, stages=("generate", "prepare"))
-    prep = S.load(work / "prepared")
+    prep = load(work / "prepared")
     w, h = prep.window, prep.horizon
     z = np.asarray(prep.z)
     X = np.stack([z[e - w:e] for e in prep.ends("train")])

@@ -16,15 +16,15 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pandas as pd  # noqa: E402
+from attn_forecast.config.load import load_params  # noqa: E402
+from attn_forecast.data.store_io import load, profile  # noqa: E402
+from attn_forecast.errors import naming, run_cli  # noqa: E402
+from attn_forecast.io import CSV_DIGITS, read_json, rounded, write_csv, write_json  # noqa: E402
+from attn_forecast.pipeline.backtest import score_folds  # noqa: E402
+from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
 
-from attn_forecast import store as S  # noqa: E402
-from attn_forecast.backtest import score_folds  # noqa: E402
-from attn_forecast.errors import run_cli  # noqa: E402
-from attn_forecast.io import read_json, write_csv, write_json  # noqa: E402
-from attn_forecast.metrics import CSV_DIGITS, rounded  # noqa: E402
-from attn_forecast.params import load_params  # noqa: E402
 
-
+@naming(PARAMS_KEYS)
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -32,9 +32,9 @@ def main(argv: list[str] | None = None) -> dict:
         ap.add_argument(f"--{name}", required=True)
     ap.add_argument("--pretrained", help="the prior (zeroshot)")
     args = ap.parse_args(argv)
-    params = load_params(args.params, S.profile(args.prepared))
+    params = load_params(args.params, profile(args.prepared))
     entries = read_json(Path(args.folds) / "folds.json")["folds"]
-    store = S.load(args.prepared) if entries else None
+    store = load(args.prepared) if entries else None
     out, rows, names, warnings = score_folds(params, store, entries, Path(args.folds),
                                              prior=args.pretrained)
     for line in warnings:

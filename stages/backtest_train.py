@@ -18,14 +18,15 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 from pathlib import Path  # noqa: E402
-
-from attn_forecast import store as S  # noqa: E402
-from attn_forecast import wiring  # noqa: E402
-from attn_forecast.errors import run_cli  # noqa: E402
+from attn_forecast.config.load import load_params  # noqa: E402
+from attn_forecast.data.store_io import profile  # noqa: E402
+from attn_forecast.errors import naming, run_cli  # noqa: E402
 from attn_forecast.io import read_json, write_json  # noqa: E402
-from attn_forecast.params import load_params  # noqa: E402
+from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+from attn_forecast.pipeline.forecasting import parts, taus  # noqa: E402
 
 
+@naming(PARAMS_KEYS)
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -34,13 +35,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--pretrained", help="the prior (train.init pretrained)")
     args = ap.parse_args(argv)
     method = "spawn" if "torch" in sys.modules else "fork"  # fork: before torch has run
-    params = load_params(args.params, S.profile(args.prepared))
+    params = load_params(args.params, profile(args.prepared))
     out = Path(args.out)
     index = out / "folds.json"
     before = {f["file"]: f["key"] for f in (read_json(index)["folds"] if index.is_file() else [])}
     entries, todo, how = [], [], {}
     if params.backtest.folds:
-        from attn_forecast.wiring_torch import plan_folds, train_fold  # torch: with folds
+        from attn_forecast.pipeline.fold_training import plan_folds, train_fold  # torch
         entries, todo, how = plan_folds(params, args.prepared, out, before, args.pretrained)
     out.mkdir(parents=True, exist_ok=True)  # after every check: a refusal leaves nothing
     t0 = time.perf_counter()
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
             runs = [pool.submit(train_fold, args.prepared, e["cuts"], how["settings"],
                                 params.train, how["device"], str(out / e["file"]),
                                 str(out / e["forecasts"]), e["key"], how["threads"],
-                                wiring.taus(params), wiring.parts(params), how["prior"])
+                                taus(params), parts(params), how["prior"])
                     for e in todo]
             for run in runs:
                 run.result()

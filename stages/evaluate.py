@@ -12,49 +12,36 @@ import attn_forecast.cpu as _cpu  # noqa: I001
 _cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
 import argparse  # noqa: E402
 import sys  # noqa: E402
-
-from attn_forecast import forecasters, wiring  # noqa: E402
-from attn_forecast import store as S  # noqa: E402
-from attn_forecast.errors import UserInputError, run_cli  # noqa: E402
-from attn_forecast.evaluation import evaluate, tables  # noqa: E402
-from attn_forecast.io import write_csv, write_json  # noqa: E402
-from attn_forecast.metrics import CSV_DIGITS, headline, rounded  # noqa: E402
-from attn_forecast.params import load_params  # noqa: E402
+from attn_forecast.config.load import load_params  # noqa: E402
+from attn_forecast.data.store_io import load, profile  # noqa: E402
+from attn_forecast.errors import naming, run_cli  # noqa: E402
+from attn_forecast.evaluation.metrics import headline  # noqa: E402
+from attn_forecast.evaluation.tables import tables  # noqa: E402
+from attn_forecast.forecasters import saved  # noqa: E402
+from attn_forecast.io import CSV_DIGITS, rounded, write_csv, write_json  # noqa: E402
+from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+from attn_forecast.pipeline.forecasting import baselines_record, check_data  # noqa: E402
+from attn_forecast.pipeline.scoring import check_fresh, score  # noqa: E402
 
 OUTPUTS = ("metrics", "detail", "by_series", "predictions", "predictions_plot", "horizon",
            "calibration")
 
 
-def check_fresh(fs: forecasters.ForecastSet, base: forecasters.ForecastSet, now: dict) -> None:
-    """The saved forecasts were made for these params and this prepared data (a stage run by
-    hand, or `dvc repro -s evaluate`, could otherwise score stale ones)."""
-    stale = [f"{k} {base.record.get(k)!r} (now {v!r})" for k, v in now.items()
-             if base.record.get(k) != v]
-    if fs.record.get("data") != now["data"]:
-        stale.append("the model's forecasts are of other prepared data")
-    if stale:
-        raise UserInputError(f"the saved forecasts were made with other settings: "
-                             f"{', '.join(stale)}; run `dvc repro` so they are made again")
-
-
+@naming(PARAMS_KEYS)
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
     for name in ("prepared", "forecasts", "baselines", *OUTPUTS):
         ap.add_argument(f"--{name.replace('_', '-')}", required=True)
     args = ap.parse_args(argv)
-    params = load_params(args.params, S.profile(args.prepared))
-    store = S.load(args.prepared)
-    season = wiring.check_data(params, store)
-    model, base = forecasters.load(args.forecasts), forecasters.load(args.baselines)
-    check_fresh(model, base, wiring.baselines_record(params, store, season))
-    fs = forecasters.with_combinations(forecasters.merge(model, base),
-                                       params.evaluate.combinations)
-    ev = evaluate(store, fs, noise_std=params.data.noise_std,
-                  conformal=params.evaluate.conformal)
+    params = load_params(args.params, profile(args.prepared))
+    store = load(args.prepared)
+    season = check_data(params, store)
+    model, base = saved.load(args.forecasts), saved.load(args.baselines)
+    check_fresh(model, base, baselines_record(params, store, season))
+    ev = score(params, store, model, base)
     for line in ev.warnings:
         print(line, file=sys.stderr)
-    ev.metrics["unavailable"] = base.record.get("unavailable", {})
     out = tables(ev, store)
     for name in ("by_series", "predictions", "predictions_plot", "horizon", "calibration"):
         write_csv(getattr(args, name), out[name], digits=CSV_DIGITS)

@@ -14,14 +14,15 @@ import argparse  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pandas as pd  # noqa: E402
-
-from attn_forecast import figures  # noqa: E402
-from attn_forecast import store as S  # noqa: E402
-from attn_forecast.errors import run_cli  # noqa: E402
+from attn_forecast.config.load import load_params  # noqa: E402
+from attn_forecast.data.store_io import load, profile  # noqa: E402
+from attn_forecast.errors import naming, run_cli  # noqa: E402
+from attn_forecast.evaluation.metrics import ranked  # noqa: E402
 from attn_forecast.io import read_json, read_npz, replace_files, write_text  # noqa: E402
-from attn_forecast.metrics import ranked  # noqa: E402
-from attn_forecast.params import load_params  # noqa: E402
-from attn_forecast.report import summary_markdown  # noqa: E402
+from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+from attn_forecast.pipeline.report import settings_rows  # noqa: E402
+from attn_forecast.report import figures  # noqa: E402
+from attn_forecast.report.summary import summary_markdown  # noqa: E402
 
 INPUTS = ("prepared", "history", "predictions", "horizon", "lags", "attention", "calibration",
           "metrics", "backtest", "backtest-folds", "by-series")
@@ -35,14 +36,15 @@ def text_ids(path: str) -> pd.DataFrame:
                        na_values={c: ["NaN", ""] for c in cols if c != "id"})
 
 
+@naming(PARAMS_KEYS)
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
     for name in (*INPUTS, "figures", "summary"):
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args(argv)
-    params = load_params(args.params, S.profile(args.prepared))
-    store = S.load(args.prepared)
+    params = load_params(args.params, profile(args.prepared))
+    store = load(args.prepared)
     metrics, backtest = read_json(args.metrics), read_json(args.backtest)
     by_series = text_ids(args.by_series)
     rows = ranked(by_series)
@@ -58,7 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     # interrupted run leaves the previous figures as they were
     with replace_files(args.figures, "*.png") as fig_dir:
         figures.draw_all(fig_dir, data, shown)
-    write_text(args.summary, summary_markdown(metrics, params, backtest, shown))
+    write_text(args.summary, summary_markdown(metrics, settings_rows(params, metrics),
+                                              params.model.kind, backtest, shown))
     print(f"render: {len(list(Path(args.figures).glob('*.png')))} figures -> {args.figures}, "
           f"summary -> {args.summary}")
 

@@ -15,17 +15,21 @@ import attn_forecast.cpu as _cpu  # noqa: I001
 _cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
 import argparse  # noqa: E402
 import sys  # noqa: E402
+from attn_forecast.config.load import load_params  # noqa: E402
+from attn_forecast.data.store_io import load, profile  # noqa: E402
+from attn_forecast.errors import naming, run_cli  # noqa: E402
+from attn_forecast.forecasters.neural import ModelForecaster  # noqa: E402
+from attn_forecast.forecasters.run import run  # noqa: E402
+from attn_forecast.forecasters.saved import save  # noqa: E402
+from attn_forecast.io import CSV_DIGITS, write_columns, write_npz  # noqa: E402
+from attn_forecast.model import checkpoint, explain  # noqa: E402
+from attn_forecast.pipeline import model as pm  # noqa: E402
+from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+from attn_forecast.pipeline.forecasting import check_data, parts, taus  # noqa: E402
+from attn_forecast.training.distributed import distributed  # noqa: E402
 
-from attn_forecast import checkpoint, explain, forecasters, wiring, wiring_torch  # noqa: E402
-from attn_forecast import store as S  # noqa: E402
-from attn_forecast.errors import run_cli  # noqa: E402
-from attn_forecast.io import write_columns, write_npz  # noqa: E402
-from attn_forecast.metrics import CSV_DIGITS  # noqa: E402
-from attn_forecast.params import load_params  # noqa: E402
-from attn_forecast.runtime import distributed  # noqa: E402
-from attn_forecast.train import ModelForecaster  # noqa: E402
 
-
+@naming(PARAMS_KEYS)
 def main(argv: list[str] | None = None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -33,20 +37,19 @@ def main(argv: list[str] | None = None):
         ap.add_argument(f"--{name}", required=True)
     ap.add_argument("--pretrained", help="the prior (train.init pretrained)")
     args = ap.parse_args(argv)
-    params = load_params(args.params, S.profile(args.prepared))
+    params = load_params(args.params, profile(args.prepared))
     p = params.train
     if p.compile:  # before torch's first operation
         _cpu.unpin_torch()
-    store = S.load(args.prepared)
-    season = wiring.check_data(params, store)
-    dist = distributed(p.nproc, wiring.device(params), __file__,
-                       sys.argv[1:] if argv is None else argv)
-    settings = wiring_torch.model_settings(params, store, season, args.pretrained)
-    threads, warning = wiring_torch.threads_for(params, settings,
-                                                int(store.counts("train").sum()), dist.world)
+    store = load(args.prepared)
+    season = check_data(params, store)
+    dist = distributed(p.nproc, pm.device(p), __file__, sys.argv[1:] if argv is None else argv)
+    settings = pm.model_settings(params, store, season, args.pretrained)
+    threads, warning = pm.threads_for(params, settings, int(store.counts("train").sum()),
+                                      dist.world)
     if warning and dist.rank == 0:
         print(warning, file=sys.stderr)
-    model, results = wiring_torch.train(params, settings, store, dist, args.pretrained)
+    model, results = pm.train(params, settings, store, dist, args.pretrained)
     if dist.rank != 0:
         return results[0]
     res = results[0]
@@ -56,15 +59,15 @@ def main(argv: list[str] | None = None):
                                         "member_histories": [r.history for r in results]})
     write_columns(args.history, {k: [row[k] for row in res.history]
                                  for k in ("epoch", "train_loss", "val_loss", "lr")}, CSV_DIGITS)
-    fs = forecasters.run(store, [ModelForecaster(model, dist.device)], wiring.parts(params),
-                         wiring.taus(params), record={"data": store.key()})
-    forecasters.save(args.forecasts, fs)
+    fs = run(store, [ModelForecaster(model, dist.device)], parts(params), taus(params),
+             record={"data": store.key()})
+    save(args.forecasts, fs)
     weights = explain.explain(model, store, fs.ends["test"], fs.forecasts["model"]["test"].point,
                               dist.device)
     write_npz(args.attention, **weights)
     write_columns(args.lags, explain.lags_table(weights["mean"] if weights["mean"].size
                                                 else None, model.settings), CSV_DIGITS)
-    print(f"train: {wiring_torch.summary(settings, model, results, store, dist, threads, p.init)}"
+    print(f"train: {pm.summary(settings, model, results, store, dist, threads, p.init)}"
           f" -> {args.model}")
     return res
 

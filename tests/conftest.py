@@ -7,6 +7,7 @@ analytics and update checks off.
 """
 from __future__ import annotations
 
+import ast
 import copy
 import hashlib
 import json
@@ -27,6 +28,7 @@ os.environ["DVC_NO_ANALYTICS"] = "1"
 os.environ["ITERATIVE_DO_NOT_TRACK"] = "1"
 
 ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "src" / "attn_forecast"
 VENV_BIN = ROOT / ".venv" / "bin"
 if not VENV_BIN.is_dir():  # a venv elsewhere: use the interpreter running the tests
     VENV_BIN = Path(sys.executable).parent
@@ -41,6 +43,16 @@ def like_a_terminal() -> None:
     starts its jobs with SIGINT ignored, and every process inherits that: a Ctrl-C test would
     then interrupt nothing."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def with_overrides(base: dict, overrides: list[str]) -> dict:
+    """``base`` with `section.key=value` overrides (the value read as YAML, as `dvc exp run
+    -S` reads it)."""
+    p = copy.deepcopy(base)
+    for item in overrides:
+        key, _, raw = item.partition("=")
+        set_key(p, key, yaml.safe_load(raw))
+    return p
 
 
 def set_key(params: dict, dotted: str, value: Any) -> None:
@@ -221,7 +233,7 @@ def copy_prior(dest: Path) -> None:
 def _make_project(dest: Path, overrides: dict[str, Any] | None = None,
                   git: bool = True) -> Project:
     dest.mkdir(parents=True, exist_ok=True)
-    for name in ("dvc.yaml", "params.yaml", ".gitignore"):
+    for name in ("dvc.yaml", "params.yaml", ".gitignore", ".dvcignore"):
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, dest / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
@@ -338,3 +350,40 @@ def pytest_sessionfinish(session, exitstatus):
     except OSError:
         return
     kill_processes_under(base)
+
+
+# ---------------------------------------------------------------- the package's imports
+def module_file(mod: str) -> Path | None:
+    path = PKG.joinpath(*mod.split(".")[1:])
+    if (path / "__init__.py").exists():
+        return path / "__init__.py"
+    return path.with_suffix(".py") if path.with_suffix(".py").exists() else None
+
+
+def imports(path: Path, mod: str) -> set[str]:
+    """attn_forecast modules one file imports anywhere in it (with their packages)."""
+    package = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1] + [node.module or ""]) \
+                .rstrip(".") if node.level else node.module or ""
+            if base.startswith("attn_forecast"):
+                found.add(base)
+                found |= {f"{base}.{a.name}" for a in node.names
+                          if module_file(f"{base}.{a.name}")}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("attn_forecast")}
+    parents = {".".join(m.split(".")[:i]) for m in found for i in range(1, m.count(".") + 2)}
+    return {m for m in parents if module_file(m)}
+
+
+def closure(script: Path) -> set[str]:
+    """The src files a stage script imports, as paths relative to the project."""
+    todo, seen = list(imports(script, "stages.script")), set()
+    while todo:
+        mod = todo.pop()
+        if mod not in seen:
+            seen.add(mod)
+            todo += imports(module_file(mod), mod)
+    return {str(module_file(m).relative_to(ROOT)) for m in seen}

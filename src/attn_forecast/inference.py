@@ -19,40 +19,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import checkpoint, transforms
-from .calendar import time_features
-from .errors import UserInputError, run_cli
+from .data import transforms
+from .data.calendar import time_features
+from .data.csv import FEATURE_PREFIX, read_table
+from .data.frequency import check_frame_regular, next_times
+from .data.scaling import fit_one
+from .errors import UserInputError, naming, run_cli
 from .io import write_csv
-from .scaling import fit_one
-from .table import FEATURE_PREFIX, check_frame_regular, read_table
+from .model import checkpoint
 
 
 # ---------------------------------------------------------------- one series' future
-def next_times(t: np.ndarray, steps: int) -> np.ndarray:
-    """The ``steps`` time stamps after the series' last one, at its inferred frequency:
-    numbers by the most common step; dates by pandas' inferred frequency (over the last 100),
-    business days when only weekdays occur, else the most common gap."""
-    if t.dtype.kind in "iuf":
-        steps_seen = np.diff(t[-100:]) if len(t) > 1 else np.ones(1)
-        vals, counts = np.unique(steps_seen, return_counts=True)
-        return t[-1] + vals[np.argmax(counts)] * np.arange(1, steps + 1)
-    times = pd.DatetimeIndex(t[-100:])
-    freq = None
-    if len(times) >= 3:
-        with pd.option_context("future.infer_freq_returns_offset", True):
-            freq = pd.infer_freq(times)
-    if freq is None and len(times) > 1:
-        gaps = times[1:] - times[:-1]
-        if (times.day_of_week < 5).all() and set(gaps.days) <= {1, 2, 3, 4} and \
-                (gaps == pd.Timedelta(days=1)).mean() > 0.5:
-            freq = "B"  # weekdays, with holidays left out
-        else:
-            freq = pd.Series(gaps).mode().iloc[0]
-    future = pd.date_range(times[-1], periods=steps + 1, freq=freq or "D")[1:]
-    fmt = "%Y-%m-%d" if (times == times.normalize()).all() else "%Y-%m-%dT%H:%M:%S"
-    return np.asarray(future.strftime(fmt))
-
-
 def forecast_series(model: torch.nn.Module, meta: dict, levels: np.ndarray, steps: int,
                     scaler: tuple[float, float], times: np.ndarray,
                     features: np.ndarray | None = None,
@@ -128,10 +105,12 @@ def _side(cal, fz, n: int, W: int, H: int):
 
 
 # ---------------------------------------------------------------- the command
+# what the command calls each setting a library message names (errors.SettingError)
 FLAGS = {"path": "--csv", "column": "--column", "time_column": "--time-column",
          "time_format": "--time-format", "sep": "--sep", "decimal": "--decimal",
          "thousands": "--thousands", "missing": "--missing", "id_column": "--id-column",
-         "features": "the model's feature columns", "time_gaps": "--time-gaps"}
+         "features": "the model's feature columns", "time_gaps": "--time-gaps",
+         "transform": "the model's transform"}
 READ = (("column", "value"), ("time_column", ""), ("id_column", ""), ("time_format", "auto"),
         ("sep", ","), ("decimal", "."), ("thousands", ""), ("missing", "error"))
 
@@ -162,6 +141,7 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+@naming(FLAGS)
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     if args.steps < 1:
@@ -177,9 +157,9 @@ def main(argv: list[str] | None = None) -> None:
     only = known["ids"][0] if len(known["ids"]) == 1 else read["column"]
     gaps = args.time_gaps or source.get("time_gaps", "error")
     frame = read_table(args.csv, read.pop("column"), **read, features=meta["features"],
-                       default_id=only, keys=FLAGS)
+                       default_id=only)
     if read["time_column"] and gaps == "error":
-        check_frame_regular(frame, args.csv, FLAGS)
+        check_frame_regular(frame, args.csv)
     off = transforms.offset(meta["transform"])
     ids = frame["id"].to_numpy()
     bounds = np.r_[np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]), len(ids)]

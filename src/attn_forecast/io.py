@@ -1,12 +1,14 @@
 """Atomic, pickle-free file output and input.
 
 Every artifact is written to a temporary file in the destination folder and renamed into place,
-so a stage killed halfway leaves either the old file or the new one, never half of one.
+so a stage killed halfway leaves either the old file or the new one, never half of one. Numbers
+in committed files are written at the precisions below.
 """
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -15,6 +17,24 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# Committed files hold numbers at these precisions (significant digits): CPUs of different
+# vendors train to weights that differ in the last bits (see cpu.py), which moves metrics in
+# about the 7th digit; 4 digits keep `dvc metrics diff` quiet across machines and are well
+# below the spread of one seed (~1e-2).
+METRIC_DIGITS = 4
+CSV_DIGITS = 6
+
+
+def rounded(obj, digits: int = METRIC_DIGITS):
+    """``obj`` (nested dicts and lists) with every float at ``digits`` significant digits."""
+    if isinstance(obj, dict):
+        return {k: rounded(v, digits) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [rounded(v, digits) for v in obj]
+    if isinstance(obj, float) and math.isfinite(obj):
+        return float(f"{obj:.{digits}g}")
+    return obj
 
 
 def _umask() -> int:

@@ -1,0 +1,84 @@
+"""One line for a params.yaml value the schema refuses: the key, what it got, what is allowed
+(``params.yaml: prepare.window must be auto or an integer >= 1, got 0``)."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .schema import RENAMED, Params
+
+_WHAT = {
+    "int_type": "an integer",
+    "int_from_float": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "string_type": "a string",
+    "model_type": "a mapping of keys",
+    "dict_type": "a mapping of keys",
+    "list_type": "a list",
+    "value_error": "a number",
+    "finite_number": "a finite number",
+    "string_pattern_mismatch": "names of forecasters joined by + (e.g. model+comb)",
+}
+_BOUND = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
+          "less_than_equal": "<="}
+
+
+def _section(loc: tuple) -> Any:
+    """The schema model holding the field at ``loc``."""
+    model: Any = Params
+    for key in loc[:-1]:
+        model = model.model_fields[key].annotation if isinstance(model, type) and \
+            issubclass(model, BaseModel) and key in model.model_fields else None
+    return model
+
+
+def _field_kind(loc: tuple) -> str:
+    """'an integer' or 'a number' for the field at ``loc``, '' if unknown."""
+    model = _section(loc)
+    field = model.model_fields.get(loc[-1]) if isinstance(model, type) else None
+    if field is None:
+        return ""
+    return {int: "an integer", float: "a number"}.get(field.annotation, "")
+
+
+def _allowed(e: dict) -> str:
+    return e["ctx"]["expected"].replace("' or '", "' | '").replace("', '", "' | '")
+
+
+def one_line(err: ValidationError) -> str:
+    e = err.errors()[0]
+    loc = tuple(str(p) for p in e["loc"])
+    key = ".".join(loc)
+    typ, got = e["type"], e.get("input")
+    if typ == "extra_forbidden":
+        if key in RENAMED:
+            return (f"params.yaml: {key} was renamed {RENAMED[key]} (the prior's model and "
+                    "training settings are pretrain.model and pretrain.train, of the same "
+                    "types as model and train)")
+        known = ", ".join(_section(loc).model_fields)
+        return f"params.yaml: unknown key {key} (known keys here: {known})"
+    if typ == "literal_error" and loc[-1].isdigit():  # an item of a list
+        return (f"params.yaml: {'.'.join(loc[:-1])} may hold only {_allowed(e)}, got {got!r} "
+                f"(item {int(loc[-1]) + 1})")
+    if typ == "literal_error":
+        hint = ("; interpolate was removed: it filled a gap from the next value, which can be "
+                "the target" if (key, got) == ("data.missing", "interpolate") else "")
+        return f"params.yaml: {key} must be one of {_allowed(e)}, got {got!r}{hint}"
+    if typ in _BOUND:
+        bound = next(iter(e["ctx"].values()))
+        kind = _field_kind(loc) or "a number"
+        return f"params.yaml: {key} must be {kind} {_BOUND[typ]} {bound}, got {got!r}"
+    if typ == "described":
+        return f"params.yaml: {key} must be {e['msg']}, got {got!r}"
+    if typ in ("string_too_short", "string_too_long"):
+        lo, hi = e["ctx"].get("min_length"), e["ctx"].get("max_length")
+        what = "a non-empty string" if lo else f"at most {hi} character"
+        return f"params.yaml: {key} must be {what}, got {got!r}"
+    if typ == "too_short":
+        return f"params.yaml: {key} must not be empty, got {got!r}"
+    what = _WHAT.get(typ, e["msg"].lower())
+    return f"params.yaml: {key} must be {what}, got {got!r}"

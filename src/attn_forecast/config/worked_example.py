@@ -1,0 +1,43 @@
+"""The lecture's worked example as settings: every key given, so a run with them is the worked
+example whatever params.yaml holds (``make source-baseline``).
+
+    python -m attn_forecast.config.worked_example    # its `dvc exp run -S` arguments
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from .schema import Params
+
+# where the worked example differs from the defaults
+SOURCE = {"prepare.window": 10, "prepare.scaler": "none", "model.pooling": "last",
+          "train.batch_size": 0, "train.augment_noise": 0.0, "train.ensemble": 1}
+# keys that say how a run executes on this machine, not what it computes
+EXECUTION_KEYS = ("train.threads", "backtest.jobs")
+
+
+def source_settings() -> dict[str, Any]:
+    """The worked example as ``section.key -> value`` for every key but the prior's."""
+    out = {f"{section}.{key}": value for section, values in Params().model_dump().items()
+           for key, value in values.items() if f"{section}.{key}" not in EXECUTION_KEYS
+           and section != "pretrain"}
+    return {**out, **SOURCE}
+
+
+def dvc_set_args(settings: dict[str, Any]) -> list[str]:
+    """``-S key=value`` arguments for ``dvc exp run`` (values in YAML, as DVC parses them)."""
+    out = []
+    for key, value in settings.items():
+        text = json.dumps(value, separators=(",", ":")) if isinstance(value, list) else \
+            yaml.safe_dump(value, default_flow_style=True).splitlines()[0]
+        if any(c.isspace() for c in text):
+            raise ValueError(f"{key}: {text!r} is not one shell word")
+        out += ["-S", f"{key}={text}"]
+    return out
+
+
+if __name__ == "__main__":
+    print(" ".join(dvc_set_args(source_settings())))

@@ -1,0 +1,131 @@
+"""A series' time step, inferred once for every use: the check that each series advances one
+step at a time (generate, the forecast command) and the times after its last one (the
+forecast command's output).
+
+The step is the most common difference of the time column: a number, a duration (a day, an
+hour...), a business day (weekdays only, some Friday-to-Monday gaps) or a calendar step of one
+or several months (a quarter, a year).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError
+
+DAY = 86400
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str        # "numbers" | "duration" | "business days" | "months"
+    size: float      # the number, the seconds, 1 business day, or the months of one step
+    name: str        # "one month", "one business day", "7 days", "0.5"
+
+    def count(self, t: np.ndarray) -> np.ndarray:
+        """Steps of this size between consecutive times ``t[:-1] -> t[1:]``."""
+        if self.kind == "numbers":
+            return np.diff(t) / self.size
+        if self.kind == "months":
+            return np.diff(t.astype("datetime64[M]").astype(np.int64)) / self.size
+        if self.kind == "business days":
+            days = t.astype("datetime64[D]")
+            return np.busday_count(days[:-1], days[1:]).astype(np.float64)
+        return np.diff(t).astype("timedelta64[s]").astype(np.int64) / self.size
+
+
+def _mode(values: np.ndarray):
+    vals, n = np.unique(values, return_counts=True)
+    return vals[np.argmax(n)]
+
+
+def step_of(t: np.ndarray) -> Step:
+    """The step of times ``t`` (numbers or datetime64), from their most common difference."""
+    d = np.diff(t)
+    if t.dtype.kind != "M":
+        step = float(_mode(d)) if len(d) else 1.0
+        return Step("numbers", step, f"{step:g}")
+    sec = d.astype("timedelta64[s]").astype(np.int64)
+    mode = int(_mode(sec)) if len(sec) else DAY
+    if mode >= 28 * DAY:  # a calendar step: one or several months (a quarter, a year...)
+        months = int(_mode(np.diff(t.astype("datetime64[M]").astype(np.int64))))
+        if months >= 1:
+            name = {1: "one month", 3: "one quarter", 12: "one year"}.get(months,
+                                                                        f"{months} months")
+            return Step("months", months, name)
+    days = t.astype("datetime64[D]")
+    if mode == DAY and np.is_busday(days).all() and \
+            (np.busday_count(days[:-1], days[1:]) < np.diff(days).astype(np.int64)).any():
+        return Step("business days", 1, "one business day")   # weekdays, weekends skipped
+    return Step("duration", mode, _duration(mode))
+
+
+def _duration(seconds: int) -> str:
+    """A step's length in words: one day, 7 days, one hour, 30 minutes, 15 s."""
+    for size, unit in ((DAY, "day"), (3600, "hour"), (60, "minute")):
+        if seconds % size == 0:
+            k = seconds // size
+            return f"one {unit}" if k == 1 else f"{k} {unit}s"
+    return f"{seconds} s"
+
+
+def _first(mask) -> int:
+    return int(np.flatnonzero(np.asarray(mask))[0])
+
+
+def check_frame_regular(frame: pd.DataFrame, where: str) -> None:
+    """:func:`check_regular` on a table of csv.read_table (each id's rows together)."""
+    ids = frame["id"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    check_regular(ids[starts], np.r_[starts, len(ids)], frame["t"].to_numpy(), where)
+
+
+def check_regular(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, where: str) -> None:
+    """Every series' times must advance by one step of the file's frequency: name the first
+    gap or irregular step."""
+    if len(t) < 3:
+        return
+    inside = np.ones(len(t) - 1, dtype=bool)
+    inside[np.asarray(offsets[1:-1]) - 1] = False           # no step across two series
+    step = step_of(t)
+    steps = step.count(t)
+    bad = inside & ~np.isclose(steps, 1.0)
+    if not bad.any():
+        return
+    r = _first(bad)
+    if t.dtype.kind == "M":   # dates alone when every time is midnight
+        width = 10 if (t == t.astype("datetime64[D]")).all() else 19
+        show = lambda x: str(x)[:width].replace("T", " ")  # noqa: E731
+    else:
+        show = lambda x: f"{x:g}"  # noqa: E731
+    i = int(np.searchsorted(offsets, r, side="right") - 1)
+    of = f" of id '{ids[i]}'" if len(ids) > 1 else ""
+    what = (f"{steps[r] - 1:g} step(s) of {step.name} missing" if steps[r] > 1 else
+            f"a step of {steps[r]:g} x {step.name}")
+    raise DataError(f"{where}: the time column{of} is not regular: after {show(t[r])} comes "
+                    f"{show(t[r + 1])} ({what}); fill the rows, or set <time_gaps> to "
+                    "allow (for data that skips days by design, such as trading days)")
+
+
+def next_times(t: np.ndarray, steps: int) -> np.ndarray:
+    """The ``steps`` time stamps after the series' last one: numbers by their step; dates by
+    pandas' inferred frequency over the last 100 (which keeps month ends at month ends), else
+    by :func:`step_of` (business days skip weekends)."""
+    if t.dtype.kind in "iuf":
+        step = step_of(t[-100:]) if len(t) > 1 else Step("numbers", 1.0, "1")
+        return t[-1] + step.size * np.arange(1, steps + 1)
+    times = pd.DatetimeIndex(t[-100:])
+    freq = None
+    if len(times) >= 3:
+        with pd.option_context("future.infer_freq_returns_offset", True):
+            freq = pd.infer_freq(times)
+    if freq is None and len(times) > 1:
+        step = step_of(times.to_numpy())
+        freq = {"business days": "B"}.get(step.kind) or (
+            pd.DateOffset(months=int(step.size)) if step.kind == "months" else
+            pd.Timedelta(seconds=int(step.size)))
+    future = pd.date_range(times[-1], periods=steps + 1, freq=freq or "D")[1:]
+    fmt = "%Y-%m-%d" if (times == times.normalize()).all() else "%Y-%m-%dT%H:%M:%S"
+    return np.asarray(future.strftime(fmt))

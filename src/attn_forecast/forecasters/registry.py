@@ -1,0 +1,66 @@
+"""The baselines by name, as forecasters: the simple ones, ridge, StatsForecast's SES, ETS,
+Theta, Dynamic Optimized Theta, CES and ARIMA (statistical.py); ``comb`` is the equal-weight
+mean of ARIMA, ETS, CES and Dynamic Optimized Theta; ``zeroshot`` is the prior (the pretrain
+stage's model) forecasting the data without training on it (zeroshot.py; torch is imported
+only for it)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .combination import Combination
+from .protocol import Forecast, Forecaster
+from .ridge import Ridge
+from .simple import Mean, Naive, Naive2, SeasonalNaive
+from .statistical import Stat
+
+
+class Unavailable:
+    """A baseline that cannot run on this data: reported as n/a, with the reason."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name, self.reason = name, reason
+
+    def fit(self, store):
+        return []
+
+    def forecast(self, store, ends, taus=()):
+        return Forecast(np.full((len(ends), store.horizon), np.nan))
+
+
+def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bool,
+              jobs: int = 1, prior: str | None = None
+              ) -> tuple[list[Forecaster], dict[str, str]]:
+    """The baselines ``names`` as forecasters, and those that cannot run here with the
+    reason (seasonal naive without a season). With past covariates, ``ridge`` brings
+    ``ridge_features`` beside it. ``prior``: the pretrained checkpoint ``zeroshot`` reads."""
+    out, unavailable = [], {}
+    for name in names:
+        if name == "naive":
+            out.append(Naive())
+        elif name == "seasonal_naive":
+            if season > 1:
+                out.append(SeasonalNaive(season))
+            else:
+                unavailable[name] = "no season"
+                out.append(Unavailable(name, unavailable[name]))
+        elif name == "naive2":
+            out.append(Naive2(season))
+        elif name == "mean":
+            out.append(Mean())
+        elif name == "comb":
+            continue   # after the others, below
+        elif name == "zeroshot":
+            from .zeroshot import ZeroShot
+            out.append(ZeroShot(prior))
+        elif name == "ridge":
+            out += [Ridge(ridge_alpha)] + ([Ridge(ridge_alpha, features=True)] if features
+                                           else [])
+        else:
+            out.append(Stat(name, season, jobs))
+    if "comb" in names:  # its members fitted too (and scored) where the list does not name them
+        out += [Stat(m, season, jobs) for m in COMB if m not in names]
+        out.append(Combination("comb", list(COMB)))
+    return out, unavailable
+
+
+COMB = ("arima", "ets", "ces", "dot")  # the equal-weight mean StatsForecast's M3 benchmark uses

@@ -1,0 +1,66 @@
+"""Ridge regression on the scaled windows the model sees: one global fit over every series'
+training windows, with its residual quantiles as intervals."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..data.store import Store
+from ..data.windows import flat_inputs, gather, spread
+from .protocol import Forecast
+
+RIDGE_WINDOWS = 200_000  # training windows the global ridge is fitted on, at most
+
+
+class Ridge:
+    """scikit-learn's Ridge on the scaled windows (the model's inputs), one global fit over
+    every series' training windows (at most :data:`RIDGE_WINDOWS`, spread over them). Its
+    quantiles are the per-step quantiles of its residuals on windows it was not fitted on:
+    the calibration part, or else the last fifth of the training windows (from a fit on the
+    rest)."""
+
+    def __init__(self, alpha: float, features: bool = False) -> None:
+        self.alpha, self.features = alpha, features
+        self.name = "ridge_features" if features else "ridge"
+
+    def _x(self, store: Store, ends: np.ndarray) -> np.ndarray:
+        side = store.side if self.features else None
+        return flat_inputs(np.asarray(store.z), side, ends, store.window, store.horizon,
+                           store.n_time_features)
+
+    def _fit(self, store: Store, ends: np.ndarray):
+        from sklearn.linear_model import Ridge as SkRidge
+        _, y = gather(np.asarray(store.z), ends, store.window, store.horizon)
+        return SkRidge(alpha=self.alpha).fit(self._x(store, ends), y)
+
+    def _predict(self, fit, store: Store, ends: np.ndarray) -> np.ndarray:
+        out = [fit.predict(self._x(store, ends[i:i + 100_000])).reshape(-1, store.horizon)
+               for i in range(0, len(ends), 100_000)]
+        return np.concatenate(out) if out else np.zeros((0, store.horizon))
+
+    def fit(self, store):
+        train = spread(store.ends("train"), RIDGE_WINDOWS)
+        self.model = self._fit(store, train)
+        self.resid = None
+        return []
+
+    def _residuals(self, store: Store) -> np.ndarray:
+        """(N, H) scaled residuals on windows the forecasting fit never saw."""
+        cal = store.ends("cal")
+        fit = self.model
+        if not len(cal):
+            train = spread(store.ends("train"), RIDGE_WINDOWS)
+            head = max(1, len(train) * 4 // 5)
+            fit, cal = self._fit(store, train[:head]), train[head:]
+        _, y = gather(np.asarray(store.z), cal, store.window, store.horizon)
+        return y - self._predict(fit, store, cal)
+
+    def forecast(self, store, ends, taus=()):
+        z = self._predict(self.model, store, ends)
+        point = store.to_levels(z, ends)
+        if not taus:
+            return Forecast(point)
+        if self.resid is None:
+            self.resid = self._residuals(store)
+        shift = np.quantile(self.resid, taus, axis=0).T if len(self.resid) else \
+            np.zeros((store.horizon, len(taus)))                 # (H, Q)
+        return Forecast(point, store.to_levels(z[..., None] + shift[None], ends))

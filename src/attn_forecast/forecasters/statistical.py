@@ -1,0 +1,140 @@
+"""Statistical forecasters from StatsForecast, fitted per series (in parallel over series).
+
+Each is fitted once on a series' training part (its own units), then forecasts every window
+of that series from the known history before it without refitting, as the model does:
+``forward(y[:origin], h)`` applies the fitted parameters to the longer history. This is what
+StatsForecast's own ``cross_validation(refit=False)`` does, and a test checks the two agree.
+
+- ``ets``: ``AutoETS`` (the error, trend and season types chosen by AICc; additive or
+  multiplicative), seasonal with period ``season`` when it is > 1.
+- ``theta``: the standard Theta method, deseasonalized with that period.
+- ``arima``: ``AutoARIMA``; seasonal only for periods up to :data:`MAX_ARIMA_SEASON` (a
+  seasonal fit with period 48 did not finish in 20 minutes on a 7,000-point series).
+- ``ses``: simple exponential smoothing (``AutoETS`` with model ANN); ``dot``: the Dynamic
+  Optimized Theta method; ``ces``: ``AutoCES``, complex exponential smoothing.
+
+StatsForecast is imported only when one of these is asked for.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from .protocol import Forecast, central_intervals
+
+# StatsForecast compiles its models with numba on first use (AutoCES: about a minute); with
+# this set the compiled code is cached on disk, so later processes and pool workers reuse it
+os.environ.setdefault("NIXTLA_NUMBA_CACHE", "1")
+
+STAT_FORECASTERS = ("ses", "ets", "theta", "dot", "ces", "arima")
+MAX_ARIMA_SEASON = 24
+
+
+class FitFailed(Exception):
+    """A statistical model could not be fitted or applied (series too short, constant...)."""
+
+
+def make(name: str, season: int):
+    from statsforecast.models import (AutoARIMA, AutoCES, AutoETS, DynamicOptimizedTheta,
+                                      Theta)
+    m = season if season > 1 else 1
+    if name == "ses":          # simple exponential smoothing: ETS(A,N,N), alpha fitted
+        return AutoETS(season_length=1, model="ANN")
+    if name == "ets":
+        return AutoETS(season_length=m)
+    if name == "theta":
+        return Theta(season_length=m)
+    if name == "dot":
+        return DynamicOptimizedTheta(season_length=m)
+    if name == "ces":
+        return AutoCES(season_length=m)
+    return AutoARIMA(season_length=m if m <= MAX_ARIMA_SEASON else 1)
+
+
+def forecast_one(name: str, season: int, y: np.ndarray, fit_end: int, origins: np.ndarray,
+                 horizon: int, levels: tuple[int, ...] = ()) -> tuple[np.ndarray, dict]:
+    """(N, H) forecasts from each origin (the row of a window's first target in ``y``), with
+    parameters fitted on ``y[:fit_end]``; with ``levels`` (e.g. (80,)) also the library's own
+    intervals ``{80: (lo, hi)}``. Raises :class:`FitFailed`."""
+    y = np.asarray(y, dtype=np.float64)
+    model = make(name, season)
+    bands: dict = {pct: ([], []) for pct in levels}
+    try:
+        model.fit(y[:fit_end])
+        rows = []
+        for o in origins:
+            f = model.forward(y[:o], h=horizon, **({"level": list(levels)} if levels else {}))
+            rows.append(np.asarray(f["mean"], dtype=np.float64))
+            for pct in levels:
+                bands[pct][0].append(np.asarray(f[f"lo-{pct}"], dtype=np.float64))
+                bands[pct][1].append(np.asarray(f[f"hi-{pct}"], dtype=np.float64))
+        out = np.stack(rows) if rows else np.zeros((0, horizon))
+    # StatsForecast signals an unusable series in many ways (NotImplementedError for tiny
+    # series, ValueError, numerical errors): each means "this forecaster cannot run here"
+    except Exception as err:  # noqa: BLE001
+        raise FitFailed(f"{type(err).__name__}: {str(err).splitlines()[0][:120]}") from None
+    if not np.isfinite(out).all():
+        raise FitFailed("non-finite forecasts")
+    return out, {pct: (np.stack(lo), np.stack(hi)) for pct, (lo, hi) in bands.items()}
+
+
+def _task(args: tuple) -> tuple[np.ndarray | None, dict, str | None]:
+    try:
+        return (*forecast_one(*args), None)
+    except FitFailed as err:
+        return None, {}, str(err)
+
+
+def _pool(jobs: int) -> ProcessPoolExecutor:
+    # fork is fast, but unsafe once torch has run in this process (its OpenMP pool)
+    ctx = multiprocessing.get_context("spawn" if "torch" in sys.modules else "fork")
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+
+
+class Stat:
+    """A StatsForecast model fitted on every series' training part (``jobs`` processes)."""
+
+    def __init__(self, name: str, season: int, jobs: int = 1) -> None:
+        self.name, self.season, self.jobs = name, season, jobs
+
+    def fit(self, store):
+        return []
+
+    def forecast(self, store, ends, taus=()):
+        H = store.horizon
+        pairs = central_intervals(taus)
+        levels = tuple(pct for _, _, pct in pairs)
+        sid = store.series_of(ends)
+        point = np.full((len(ends), H), np.nan)
+        quant = np.full((len(ends), H, len(taus)), np.nan) if taus else None
+        tasks, rows = [], []
+        for i in np.unique(sid):
+            a = int(store.offsets[i]) + int(store.cuts.train_start[i])
+            b = int(store.offsets[i + 1])
+            r = np.flatnonzero(sid == i)
+            fit_end = int(store.offsets[i]) + int(store.cuts.val_start[i]) - a
+            tasks.append((self.name, self.season, np.asarray(store.levels[a:b]), fit_end,
+                          ends[r] - a, H, levels))
+            rows.append(r)
+        if self.jobs > 1 and len(tasks) > 1:
+            with _pool(min(self.jobs, len(tasks))) as pool:
+                results = list(pool.map(_task, tasks, chunksize=max(1, len(tasks) // 64)))
+        else:
+            results = [_task(t) for t in tasks]
+        failed = []
+        for r, i, (mean, bands, err) in zip(rows, np.unique(sid), results):
+            if err is not None:
+                failed.append(f"'{store.ids[i]}' ({err})")
+                continue
+            point[r] = mean
+            if taus:
+                quant[r] = mean[..., None]
+                for (lo_i, hi_i, pct) in pairs:
+                    quant[r, :, lo_i], quant[r, :, hi_i] = bands[pct]
+        notes = [f"warning: {self.name} could not be fitted on {len(failed)} of "
+                 f"{len(tasks)} series (first: {failed[0]})"] if failed else []
+        return Forecast(point, quant, warnings=notes)

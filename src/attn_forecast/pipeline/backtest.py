@@ -1,0 +1,57 @@
+"""The backtest_evaluate stage's steps: every fold's model forecasts and the baselines, fitted on
+the fold's training parts only, scored on the fold's test windows, then over the folds. No
+torch (but for the zero-shot prior)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..cpu import cores
+from ..data import splits
+from ..evaluation import significance
+from ..evaluation.backtest import aggregate
+from ..evaluation.scoring import evaluate, units
+from ..forecasters.combination import with_combinations
+from ..forecasters.registry import baselines
+from ..forecasters.run import run
+from ..forecasters.saved import load, merge
+from ..forecasters.simple import Naive2
+from .forecasting import check_data, parts, taus
+
+
+def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str | None = None,
+                extra: tuple = ()) -> tuple[dict, list[dict], list[str], list[str]]:
+    """Score every fold: its model's forecasts (backtest_train's, in ``folds_dir``) and the
+    baselines, fitted on the fold's training parts only, (and the forecasters ``extra``, a
+    benchmark's peers) on the fold's test windows. Returns backtest.json's content, one row
+    per fold of the headline score, the forecasters' names and the warnings."""
+    if not entries:
+        return {"n_folds": 0}, [], [], []
+    e = params.evaluate
+    season = check_data(params, store)
+    rows, fold_metrics, pooled, names, warnings = [], [], {}, [], []
+    for entry in entries:
+        fold = store.refit(splits.Cuts.from_dict(entry["cuts"]))
+        chosen, _ = baselines(e.baselines, season=season, ridge_alpha=e.ridge_alpha,
+                              features=fold.n_features > 0, jobs=cores(), prior=prior)
+        base = run(fold, chosen + list(extra), parts(params), taus(params),
+                   fallback=Naive2(season))
+        model = load(Path(folds_dir) / entry["forecasts"])
+        fs = with_combinations(merge(model, base), e.combinations)
+        ev = evaluate(fold, fs, noise_std=params.data.noise_std, conformal=e.conformal)
+        warnings += [f"fold {entry['fold']}: {line}" for line in ev.warnings]
+        fold_metrics.append(ev.metrics)
+        key = "mase_mean" if ev.metrics["n_series"] > 1 else "rmse"
+        rows.append({"fold": entry["fold"], "origin": fold.t[ev.ends[0]],
+                     **{n: (ev.metrics[n] or {}).get(key) for n in ev.forecasts}})
+        names = list(ev.forecasts)
+        unit = units(fold)[fold.series_of(ev.ends)]
+        for n, f in {"actual": ev.actual, "unit": unit, **ev.forecasts}.items():
+            pooled.setdefault(n, []).append(f)
+    out = aggregate(fold_metrics, names)
+    joined = {n: np.concatenate(v) for n, v in pooled.items() if all(x is not None for x in v)}
+    out["significance"] = significance.compare(
+        joined.pop("actual"), {n: joined.get(n) for n in names}, store.horizon,
+        unit=joined.pop("unit"))
+    return out, rows, names, warnings

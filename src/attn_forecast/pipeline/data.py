@@ -1,0 +1,143 @@
+"""The data steps the stages share: the long table's chunks of what ``data.kind`` names
+(generate), the prepared store from the long table with what ``auto`` chose from the data
+(prepare), and both in memory for the competition pipeline's stages."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..config.checks import check_patches
+from ..config.schema import DataParams, Params
+from ..data import seasons, sources, splits
+from ..data.build import build
+from ..data.csv import read_table
+from ..data.frequency import check_frame_regular
+from ..data.long_table import Raw, raw_of
+from ..data.store import Store
+from ..errors import ParamsError
+
+
+def csv_options(d: DataParams) -> dict:
+    """How ``data`` reads a CSV, as read_table keywords (saved in the checkpoint, so the
+    forecast command reads a file the same way)."""
+    return {"column": d.csv_column, "time_column": d.csv_time_column,
+            "id_column": d.csv_id_column, "missing": d.missing,
+            "time_format": d.csv_time_format, "sep": d.csv_sep, "decimal": d.csv_decimal,
+            "thousands": d.csv_thousands, "features": list(d.csv_feature_columns),
+            "default_id": d.csv_column}
+
+
+def source_record(d: DataParams) -> dict:
+    """What the data was, for the checkpoint and the summary."""
+    if d.kind == "csv":
+        return {"kind": "csv", "path": d.csv_path, **csv_options(d), "time_gaps": d.time_gaps}
+    # the generate stage's own table (data/raw/series.csv) reads back as it was written
+    many = d.kind in ("panel", "competition")
+    return {"kind": d.kind, "column": "value", "time_column": "t",
+            "id_column": "id" if many else "",
+            **({"competition": d.competition, "subset": d.subset, "holdout": d.holdout}
+               if d.kind == "competition" else {})}
+
+
+def fracs(p: Params) -> dict:
+    return {"test": p.prepare.test_frac, "val": p.prepare.val_frac, "cal": p.prepare.cal_frac}
+
+
+def check_inside(csv_path: str, folder: str) -> None:
+    """The CSV must sit in the folder the generate stage depends on, so that editing it
+    reruns the pipeline."""
+    path, root = Path(csv_path).resolve(), Path(folder).resolve()
+    if root != path and root not in path.parents:
+        raise ParamsError(f"data.csv_path must be inside {folder}/ (the folder the generate "
+                          f"stage depends on, so edits rerun the pipeline), got {csv_path!r}")
+
+
+def chunks(d: DataParams, inputs: str):
+    """The data ``data.kind`` names, as DataFrames of the long table."""
+    if d.kind == "csv":
+        check_inside(d.csv_path, inputs)
+        frame = read_table(d.csv_path, **csv_options(d))
+        if d.csv_time_column and d.time_gaps == "error":
+            check_frame_regular(frame, d.csv_path)
+        return [frame]
+    if d.kind == "competition":
+        return [sources.competition(d.competition, d.subset, d.holdout)]
+    if d.kind == "panel":
+        return sources.panel(d.n_series, d.n_points, d.panel_min_points, d.seed, d.noise_std,
+                             d.trend)
+    if d.kind == "seasonal":
+        return [sources.seasonal(d.n_points, d.noise_std, d.seed, trend=d.trend,
+                                 period1=d.period1, amplitude1=d.amplitude1,
+                                 period2=d.period2, amplitude2=d.amplitude2)]
+    if d.kind == "random_walk":
+        return [sources.random_walk(d.n_points, d.seed, start_price=d.start_price,
+                                    drift=d.drift, volatility=d.volatility)]
+    return [sources.sine(d.n_points, d.noise_std, d.seed)]
+
+
+def horizon_of(p: Params, raw: Raw) -> int:
+    """``prepare.horizon``: a number, or auto, the competition's horizon of its series."""
+    h = p.prepare.horizon
+    if raw.horizons is None:
+        return int(h) if h != "auto" else 1
+    found = int(raw.horizons.max())
+    if h != "auto" and (raw.horizons != h).any():
+        raise ParamsError(f"data.kind competition forecasts each series' whole test part at "
+                          f"once: set prepare.horizon to {found} (the {p.data.subset} horizon) "
+                          f"or auto, got {h}")
+    return found
+
+
+def prepare(p: Params, raw: Raw, profile: dict) -> Store:
+    """The prepared store of the long table ``raw``: ``auto`` window and season chosen from
+    the training parts (recorded with their reasons and the params' ``profile``)."""
+    pp, m = p.prepare, p.model
+    if pp.time_features and raw.t.dtype.kind != "M":
+        raise ParamsError("prepare.time_features needs dates in the time column "
+                          "(data.csv_time_column), but this data is indexed by step numbers; "
+                          "set prepare.time_features to [] or read a CSV with a date column")
+    horizon = horizon_of(p, raw)
+    n_train = splits.cut(np.diff(raw.offsets), pp.test_frac, pp.val_frac, pp.cal_frac,
+                         raw.horizons).val_start
+    auto = seasons.choose(raw.levels, raw.offsets, n_train, pp.window, m.patch_len,
+                          m.patch_stride, periods=raw.periods)  # the training parts only
+    auto["profile"] = profile
+    window = auto["window"]["window"] if "window" in auto else pp.window
+    check_patches(window, m.patch_len, m.patch_stride)
+    return build(raw, window=window, horizon=horizon, fracs=fracs(p), scaler=pp.scaler,
+                 transform=pp.transform, time_features=pp.time_features,
+                 feature_transforms=pp.feature_transforms, source=source_record(p.data),
+                 auto=auto, test_size=raw.horizons, context=pp.min_context)
+
+
+def prepared(p: Params, profile: dict, inputs: str = "data/external") -> Store:
+    """generate and prepare in memory (the competition pipeline's stages)."""
+    import pandas as pd
+    features = list(p.data.csv_feature_columns) if p.data.kind == "csv" else []
+    frame = pd.concat(list(chunks(p.data, inputs)), ignore_index=True)
+    return prepare(p, raw_of(frame, features), profile)
+
+
+def report(store: Store, p: Params, profile: str, chosen: dict) -> tuple[list[str], list[str]]:
+    """prepare's lines: the windows, what auto chose, the season; and its warnings (series
+    left out)."""
+    pp, d = p.prepare, p.data
+    n = store.meta()["n_windows"]
+    auto = store.auto
+    feats = f", features {', '.join(store.features)}" if store.features else ""
+    lines = [f"prepare: {store.n_series} series, {n['train']} train / {n['val']} val / "
+             f"{n['cal']} cal / {n['test']} test windows of {store.window} -> {store.horizon}, "
+             f"scaler {pp.scaler}, transform {pp.transform}{feats}"]
+    if chosen:
+        lines.append(f"prepare: auto for {profile} data (data.kind {d.kind}): "
+                     + ", ".join(f"{k} {v}" for k, v in chosen.items()))
+    lines.append(f"prepare: season of the training parts: {auto['season']['season'] or 'none'}"
+                 f" ({auto['season']['reason']})"
+                 + (f"; window {store.window} ({auto['window']['reason']})"
+                    if "window" in auto else ""))
+    warnings = [f"prepare: warning: {store.dropped['count']} series too short for a window in "
+                f"every part were left out (first: {', '.join(store.dropped['ids'])})"] \
+        if store.dropped["count"] else []
+    return lines, warnings
+

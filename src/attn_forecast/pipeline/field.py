@@ -1,0 +1,30 @@
+"""The baselines stage's step: the field of baselines ``evaluate.baselines`` names, fitted on
+each series' training part, forecasting the scored windows (Naive2 where one fails). No
+evaluation here: an edit of evaluation/ never refits the baselines."""
+from __future__ import annotations
+
+from ..config.schema import Params
+from ..cpu import cores
+from ..data.store import Store
+from ..forecasters.registry import baselines
+from ..forecasters.run import run
+from ..forecasters.saved import ForecastSet
+from ..forecasters.simple import Naive2
+from .forecasting import baselines_record, parts, taus
+
+
+def field(p: Params, store: Store, season: int, prior: str | None,
+          jobs: int | None = None) -> ForecastSet:
+    """Every baseline ``evaluate.baselines`` names, fitted on each series' training part and
+    forecasting the scored windows (with intervals when they are scored); Naive2 forecasts
+    the series one cannot."""
+    e = p.evaluate
+    chosen, unavailable = baselines(e.baselines, season=season, ridge_alpha=e.ridge_alpha,
+                                    features=store.n_features > 0,
+                                    jobs=cores() if jobs is None else jobs, prior=prior)
+    why = "auto: none found in the training parts" if e.season == "auto" else \
+        f"{e.season}; set a period or auto"
+    unavailable = {k: f"{v} (evaluate.season is {why})" for k, v in unavailable.items()}
+    return run(store, chosen, parts(p), taus(p),
+               {**baselines_record(p, store, season), "unavailable": unavailable},
+               fallback=Naive2(season))

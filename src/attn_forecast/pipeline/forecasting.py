@@ -1,0 +1,50 @@
+"""What the forecasting and scoring stages share: the season, the parts and quantile levels
+every forecaster forecasts, and the checks of params against the prepared data."""
+from __future__ import annotations
+
+from ..config.schema import Params
+from ..errors import ParamsError
+
+
+def season(p: Params, auto: dict) -> int:
+    """``evaluate.season``, with ``auto`` read from what prepare found in the training parts."""
+    if p.evaluate.season == "auto":
+        return int(auto.get("season", {}).get("season", 0))
+    return int(p.evaluate.season)
+
+
+def check_data(p: Params, store) -> int:
+    """Params that the prepared data rules out, before any work; returns the season."""
+    s = season(p, store.auto)
+    first = int(store.cuts.test_start.min())  # the earliest test target, in its series
+    if s > first:
+        raise ParamsError(f"evaluate.season ({s}) reaches before the start of a series; it "
+                          f"must be <= {first} here")
+    if p.model.instance_norm == "seasonal" and s > store.window:
+        raise ParamsError(
+            f"model.instance_norm seasonal needs a season of at most prepare.window "
+            f"({store.window}), got evaluate.season {s}")
+    return s
+
+
+DEFAULT_LEVELS = (0.1, 0.5, 0.9)  # conformal intervals of a point forecast: the 80 % interval
+
+
+def taus(p: Params) -> tuple:
+    """The quantile levels intervals are scored at: the model's, or the conformal default."""
+    return tuple(p.model.quantiles) or (DEFAULT_LEVELS if p.evaluate.conformal == "split"
+                                        else ())
+
+
+def parts(p: Params) -> tuple:
+    """The parts whose windows every forecaster forecasts: the test part, and the
+    calibration part when intervals are calibrated on it."""
+    return ("test", "cal") if p.evaluate.conformal == "split" else ("test",)
+
+
+def baselines_record(p: Params, store, season: int) -> dict:
+    """What the baselines are fitted with; the evaluate stage checks its own against it."""
+    e = p.evaluate
+    return {"baselines": list(e.baselines), "taus": list(taus(p)),
+            "ridge_alpha": e.ridge_alpha, "season": season, "parts": list(parts(p)),
+            "data": store.key()}

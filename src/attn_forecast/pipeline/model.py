@@ -1,0 +1,133 @@
+"""The model's side of the stages: its settings from params (or the prior's), the device, the
+threads, training it (train stage), and the train stage's line. Needs torch."""
+from __future__ import annotations
+
+import shutil
+
+import torch
+
+from ..config.schema import Params
+from ..cpu import cores
+from ..errors import ParamsError
+from ..forecasters.zeroshot import load_prior
+from ..model.networks import n_parameters, with_horizon
+from ..model.settings import ModelSettings
+from ..training.batches import resolve_batch, to_device
+from ..training.loop import train_model
+from ..training.threads import choose_threads, full_batch_warning, set_threads, step_flops
+
+
+def prior(path: str, store=None, p: Params | None = None):
+    """The prior (the pretrain stage's checkpoint) as a model for this data's horizon, with
+    the errors that name the keys."""
+    if store is None:
+        return load_prior(path)
+    model = load_prior(path)
+    s = model.settings
+    if store.horizon > s.horizon:
+        raise ParamsError(f"prepare.horizon ({store.horizon}) is longer than the prior's "
+                          f"horizon ({s.horizon}); set train.init scratch, or pretrain one "
+                          f"with pretrain.horizon >= {store.horizon}")
+    if p is not None and p.model.quantiles and tuple(p.model.quantiles) != s.quantiles:
+        raise ParamsError(f"model.quantiles with train.init pretrained must be [] or the "
+                          f"prior's levels {list(s.quantiles)}, got {list(p.model.quantiles)}")
+    if p is not None and p.model.lookbacks:
+        raise ParamsError("model.lookbacks needs train.init scratch (the prior has one window, "
+                          f"{s.window} steps), got {p.model.lookbacks}")
+    return with_horizon(model, store.horizon)
+
+
+def model_settings(p: Params, store, season: int, prior_path: str | None = None):
+    """The ModelSettings of ``params.model`` on this prepared data; with ``train.init``
+    pretrained, the prior's (``prior_path``) for this horizon (model.* is not used)."""
+    if p.train.init == "pretrained":
+        if prior_path is None:
+            raise ParamsError("train.init pretrained needs the prior (--pretrained)")
+        return prior(prior_path, store, p).settings
+    model = p.model.model_dump(exclude={"lookbacks"})
+    if model["instance_norm"] == "seasonal" and not season:  # no season: the last value
+        model["instance_norm"] = "last"
+    model["quantiles"] = tuple(model["quantiles"])
+    return ModelSettings(window=store.window, horizon=store.horizon,
+                         n_time_features=store.n_time_features, n_features=store.n_features,
+                         season=season if model["instance_norm"] == "seasonal" else 0,
+                         **model)
+
+
+def member_settings(p: Params, base: ModelSettings) -> list[ModelSettings]:
+    """The settings of each window of an ensemble over ``model.lookbacks``, the longest
+    first; [base] without lookbacks."""
+    from dataclasses import replace
+    windows = sorted(set(p.model.lookbacks), reverse=True)
+    if base.instance_norm == "seasonal" and windows and windows[-1] < base.season:
+        raise ParamsError(f"model.instance_norm seasonal needs a season of at most each "
+                          f"window: model.lookbacks has {windows[-1]}, below evaluate.season "
+                          f"{base.season}")
+    return [replace(base, window=w) for w in windows] or [base]
+
+
+def device(t, name: str = "train") -> torch.device:
+    """The device of the training settings ``t`` (params.yaml's ``name`` section: train, or
+    pretrain.train) on this machine, with the settings it cannot run caught first."""
+    if t.device == "cuda" and not torch.cuda.is_available():
+        raise ParamsError(f"{name}.device is cuda but no CUDA device is available; use auto "
+                          "or cpu")
+    dev = torch.device("cuda" if t.device == "cuda" or (t.device == "auto" and
+                                                         torch.cuda.is_available()) else "cpu")
+    if dev.type == "cuda" and t.nproc > torch.cuda.device_count():
+        raise ParamsError(f"{name}.nproc is {t.nproc} but only {torch.cuda.device_count()} CUDA "
+                          "device(s) are visible; use at most one process per GPU")
+    if t.compile and dev.type == "cpu" and not any(shutil.which(c) for c in
+                                                   ("cc", "gcc", "clang")):
+        raise ParamsError(f"{name}.compile on CPU needs a C/C++ compiler (cc, gcc or clang) "
+                          f"on PATH; install one or set {name}.compile false")
+    return dev
+
+
+def threads_for(p: Params, settings, n_train: int, world: int) -> tuple[int, str | None]:
+    """Set the torch threads ``train.threads`` asks for on this job (per process of
+    ``world``); returns them and a warning for a full batch that will not fit, if any."""
+    batch = resolve_batch(p.train.batch_size, n_train)
+    threads = choose_threads(p.train.threads, step_flops(settings, batch),
+                             max(1, cores() // world))
+    set_threads(threads)
+    return threads, full_batch_warning(settings, n_train, batch)
+
+
+def train(p: Params, settings, store, dist, prior_path: str | None = None) -> tuple:
+    """Build and fit the model on the store's training windows in this process of the run
+    (``dist``), logging every epoch through DVCLive with ``train.live``; the process group is
+    closed at the end. Returns the model and each member's FitResult."""
+    from ..training.live import epoch_logger
+    data, live = to_device(store, dist.device), None
+    init = prior(prior_path, store, p) if p.train.init == "pretrained" else None
+    try:
+        live = epoch_logger(p.train.live and dist.rank == 0)  # DVCLive: rank 0 only
+        return train_model(member_settings(p, settings), data["z"], data["train"],
+                           data["val"], p.train, dist.device, wrap=dist.wrapper(p.train.compile),
+                           rank=dist.rank, world=dist.world, cal=data["side"], on_epoch=live,
+                           rows=data["rows"], init=init)
+    finally:
+        dist.close()
+        if live is not None:
+            live.close()
+
+
+def summary(settings, model, results: list, store, dist, threads: int,
+            init: str = "scratch") -> str:
+    """The train stage's line: model, size, epochs, where, how fast, the final loss."""
+    res = results[0]
+    loss = "" if not settings.quantiles else \
+        " (the pinball loss of the prior's quantile head)" if init == "pretrained" else \
+        " (the pinball loss of model.quantiles; train.loss is for point forecasts)"
+    members = f" x {len(results)} seeds" if len(results) > 1 else ""
+    members += ", fine-tuned from the prior" if init == "pretrained" else ""
+    where = f" x {dist.world} processes" if dist.world > 1 else f", {threads} thread(s)"
+    return (f"{settings.kind} model{members}, {n_parameters(model) // len(results)} "
+            f"parameters{' each' if len(results) > 1 else ''}, {len(res.history)} epochs on "
+            f"{store.n_series} series on {dist.device}{where} in "
+            f"{sum(r.seconds for r in results):.2f} s ({res.windows_per_s:,.0f} windows/s), "
+            f"final loss {res.history[-1]['train_loss']:.5f}{loss}, best epoch "
+            f"{res.best_epoch}"
+            + (" (no epoch improved on the prior's validation loss: the prior kept)"
+               if init == "pretrained" and res.best_epoch == 0 else ""))

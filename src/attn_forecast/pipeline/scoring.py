@@ -1,0 +1,31 @@
+"""The evaluate stage's steps: the saved forecasts checked against the params and data they
+were made for, then every forecaster (and each combination) scored on the same windows."""
+from __future__ import annotations
+
+from ..config.schema import Params
+from ..data.store import Store
+from ..errors import UserInputError
+from ..evaluation.scoring import Evaluation, evaluate
+from ..forecasters.combination import with_combinations
+from ..forecasters.saved import ForecastSet, merge
+
+
+def check_fresh(fs: ForecastSet, base: ForecastSet, now: dict) -> None:
+    """The saved forecasts were made for these params and this prepared data (a stage run by
+    hand, or `dvc repro -s evaluate`, could otherwise score stale ones)."""
+    stale = [f"{k} {base.record.get(k)!r} (now {v!r})" for k, v in now.items()
+             if base.record.get(k) != v]
+    if fs.record.get("data") != now["data"]:
+        stale.append("the model's forecasts are of other prepared data")
+    if stale:
+        raise UserInputError(f"the saved forecasts were made with other settings: "
+                             f"{', '.join(stale)}; run `dvc repro` so they are made again")
+
+
+def score(p: Params, store: Store, model: ForecastSet, base: ForecastSet) -> Evaluation:
+    """The model's and the baselines' forecasts (and their combinations) scored on the test
+    windows."""
+    fs = with_combinations(merge(model, base), p.evaluate.combinations)
+    ev = evaluate(store, fs, noise_std=p.data.noise_std, conformal=p.evaluate.conformal)
+    ev.metrics["unavailable"] = base.record.get("unavailable", {})
+    return ev

@@ -1,0 +1,155 @@
+"""Which figures the render stage draws, from the evaluate and train outputs (arrays and
+tables, never a model): the source's 2x2 sheet and the whole series for the median series by
+the model's MASE (for one series, the series), the best and worst series when they are other
+ones, the attention maps, and the error by step, calibration and backtest when there are
+several steps, intervals or folds. Each figure is one function of plots.py."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..cpu import cores
+from ..data.store import Store
+from . import plots
+from .summary import forecasters
+
+
+@dataclass
+class Inputs:
+    store: Store
+    history: pd.DataFrame
+    predictions: pd.DataFrame   # every test window's first step, with its series' id
+    by_series: pd.DataFrame
+    metrics: dict
+    attention: dict             # mean and example weights, (L, heads, T, T) each
+    lags: pd.DataFrame
+    horizon: pd.DataFrame
+    calibration: pd.DataFrame
+    folds: pd.DataFrame | None
+    kind: str                   # model.kind
+    dpi: int
+
+
+def as_time(values: np.ndarray) -> np.ndarray:
+    """Numbers stay numbers; dates (ISO 8601 text, or datetime64) become datetimes."""
+    values = np.asarray(values)
+    if values.dtype.kind in "iufM":
+        return values
+    return pd.to_datetime(pd.Series(values.astype(str)), format="ISO8601").to_numpy()
+
+
+def model_bands(pred: pd.DataFrame) -> list[tuple]:
+    """The model's central intervals among the columns predicted_qXX: (lower, upper, %)."""
+    levels = sorted(int(c[len("predicted_q"):]) for c in pred.columns
+                    if c.startswith("predicted_q"))
+    return [(pred[f"predicted_q{lo:02d}"].to_numpy(), pred[f"predicted_q{100 - lo:02d}"]
+             .to_numpy(), 100 - 2 * lo) for lo in levels if lo < 50 and 100 - lo in levels]
+
+
+def spans(store: Store, i: int, t: np.ndarray) -> dict:
+    """Each non-empty part's (first, last) time for shading series ``i``."""
+    c, n = store.cuts, int(store.lengths[i])
+    edges = {"train": (0, c.val_start[i]), "val": (c.val_start[i], c.cal_start[i]),
+             "cal": (c.cal_start[i], c.test_start[i]), "test": (c.test_start[i], n)}
+    return {k: (t[int(a) - (k != "train")], t[int(b) - 1]) for k, (a, b) in edges.items()
+            if b > a}
+
+
+def draw_all(fig_dir: Path, d: Inputs, shown: dict[str, str]) -> None:
+    """Every figure of the run into ``fig_dir``, drawn side by side on the cores there are
+    (each figure is one process's work: the bytes are those of drawing it alone)."""
+    jobs = _jobs(fig_dir, d, shown)
+    jobs.sort(key=lambda job: job[0] != "overview")   # the longest first
+    workers = min(len(jobs), cores(), 4)
+    if workers < 2:
+        for name, path, kw in jobs:
+            getattr(plots, name)(path, **kw)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        for run in [pool.submit(_draw, job) for job in jobs]:
+            run.result()
+
+
+def _draw(job: tuple) -> None:
+    name, path, kw = job
+    getattr(plots, name)(path, **kw)
+
+
+def _jobs(fig_dir: Path, d: Inputs, shown: dict[str, str]) -> list[tuple]:
+    """(plots function, path, keywords) of every figure."""
+    jobs: list[tuple] = []
+    many = d.store.n_series > 1
+    labels = plots.token_labels(d.lags["lag"].to_numpy(), d.lags["lag_oldest"].to_numpy()) \
+        if d.attention["mean"].size else None
+    ids = d.predictions["id"].to_numpy()
+    for which, sid in shown.items():
+        if which != "median" and sid == shown["median"]:
+            continue
+        i = int(np.flatnonzero(d.store.ids == sid)[0])
+        one = d.predictions[ids == sid]
+        row = d.by_series[d.by_series["id"] == sid].iloc[0]
+        rows = d.store.rows(i)
+        t_all, t_test = as_time(d.store.t[rows]), as_time(one["t"].to_numpy())
+        title = f"The {which} series by the model's MASE: {sid} (MASE {row['model_mase']:.3g})" \
+            if many else "Series and one-step-ahead test forecasts"
+        name = "forecast.png" if which == "median" else f"forecast_{which}.png"
+        jobs.append(("forecast", fig_dir / name, dict(
+            t_all=t_all, values=np.asarray(d.store.levels[rows]), t_test=t_test,
+            spans=spans(d.store, i, t_all), model=one["predicted"].to_numpy(),
+            naive=one["naive"].to_numpy() if "naive" in one else np.full(len(one), np.nan),
+            dpi=d.dpi, bands=model_bands(one), title=title)))
+        if which != "median":
+            continue
+        others = [n for n in forecasters(d.metrics) if n != "model"
+                  and f"{n}_rmse" in d.by_series]
+        jobs.append(("overview", fig_dir / "overview.png", dict(
+            epochs=d.history["epoch"].to_numpy(), train_loss=d.history["train_loss"].to_numpy(),
+            val_loss=d.history["val_loss"].to_numpy(dtype=float), t=t_test,
+            actual=one["actual"].to_numpy(), predicted=one["predicted"].to_numpy(),
+            weights=d.attention["example"][-1].mean(axis=0) if d.attention["mean"].size
+            else None, baselines={k: row[f"{k}_rmse"] for k in others},
+            model_rmse=row["model_rmse"], dpi=d.dpi, labels=labels, bands=model_bands(one),
+            test_title="Test set: actual vs predicted"
+            + (f" (median series {sid})" if many else ""))))
+    return jobs + _attention(fig_dir, d, labels) + _extras(fig_dir, d)
+
+
+def _attention(fig_dir: Path, d: Inputs, labels) -> list[tuple]:
+    if d.attention["mean"].size:
+        return [("attention_maps", fig_dir / "attention.png", dict(
+                    mean_weights=d.attention["mean"], example_weights=d.attention["example"],
+                    dpi=d.dpi, labels=labels)),
+                ("attention_by_lag", fig_dir / "attention_by_lag.png", dict(
+                    lags=d.lags["lag"].to_numpy(), weight=d.lags["weight"].to_numpy(),
+                    lag_oldest=d.lags["lag_oldest"].to_numpy(), dpi=d.dpi))]
+    reason = f"model.kind is {d.kind}: it has no attention weights to show"
+    return [("no_attention", fig_dir / f"{name}.png", dict(title=title, reason=reason,
+                                                           dpi=d.dpi))
+            for name, title in (("attention", "Attention weights"),
+                                ("attention_by_lag", "Attention weight by lag"))]
+
+
+def _extras(fig_dir: Path, d: Inputs) -> list[tuple]:
+    """Error by step (several steps), calibration (intervals), backtest (folds)."""
+    jobs = []
+    if len(d.horizon) > 1:
+        jobs.append(("horizon_errors", fig_dir / "horizon.png", dict(
+            steps=d.horizon["step"].to_numpy(), dpi=d.dpi,
+            errors={c: d.horizon[c].to_numpy() for c in d.horizon.columns if c != "step"})))
+    cal = d.calibration
+    coverage = {c: cal[c].to_numpy(dtype=float) for c in cal.columns
+                if c != "nominal" and cal[c].notna().any()}
+    if coverage:
+        jobs.append(("calibration", fig_dir / "calibration.png", dict(
+            nominal=cal["nominal"].to_numpy(), coverage=coverage, dpi=d.dpi)))
+    if d.folds is not None and len(d.folds):
+        jobs.append(("backtest_errors", fig_dir / "backtest.png", dict(
+            folds=d.folds["fold"].to_numpy(), dpi=d.dpi,
+            errors={c: d.folds[c].to_numpy(dtype=float) for c in d.folds.columns
+                    if c not in ("fold", "origin") and d.folds[c].notna().any()})))
+    return jobs

@@ -1,0 +1,274 @@
+"""Figures, one function each, taking arrays (never a model) and writing one PNG.
+
+Agg backend, explicit ``fig, ax`` API, one shared style, closed after saving.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.dates as mdates  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from ..io import atomic_path  # noqa: E402
+
+STYLE = {
+    "figure.facecolor": "white", "axes.grid": True, "grid.alpha": 0.3, "axes.titlesize": 11,
+    "axes.labelsize": 10, "legend.fontsize": 8, "xtick.labelsize": 8, "ytick.labelsize": 8,
+    "axes.spines.top": False, "axes.spines.right": False,
+}
+COLORS = {"actual": "#333333", "model": "#d62728", "naive": "#1f77b4", "ridge": "#2ca02c",
+          "seasonal_naive": "#9467bd", "mean": "#8c564b", "ets": "#e377c2", "theta": "#17becf",
+          "arima": "#bcbd22", "ensemble": "#ff7f0e",
+          "train": "#1f77b4", "val": "#ff7f0e", "cal": "#9467bd", "test": "#2ca02c"}
+SPARE = ["#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896"]
+
+
+def color(name: str, i: int = 0) -> str:
+    """A fixed colour per forecaster, so every figure and every run agree."""
+    return COLORS.get(name, SPARE[i % len(SPARE)])
+
+
+def _time_axis(ax, t) -> None:
+    """Dates: a locator that thins the ticks and the concise formatter (no overlapping
+    labels); numbers: left as they are."""
+    if np.asarray(t).dtype.kind == "M":
+        locator = mdates.AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+
+
+def _clip_outliers(ax, curves: dict[str, np.ndarray], keep: tuple[str, ...] = ("model",)
+                   ) -> list[str]:
+    """Keep the y range on the curves that matter: a curve whose peak is more than four times
+    the median peak (a far-off baseline such as the training mean) is left off the scale and
+    named. Returns the names left off."""
+    peaks = {k: float(np.nanmax(np.abs(v))) for k, v in curves.items() if np.size(v)}
+    if len(peaks) < 3:
+        return []
+    ref = float(np.median(list(peaks.values())))
+    off = [k for k, v in peaks.items() if k not in keep and ref > 0 and v > 4 * ref]
+    if off:
+        inside = [np.asarray(v) for k, v in curves.items() if k not in off and np.size(v)]
+        lo = min(float(np.nanmin(v)) for v in inside)
+        hi = max(float(np.nanmax(v)) for v in inside)
+        pad = 0.08 * (hi - lo or 1.0)
+        ax.set_ylim(lo - pad, hi + pad)
+        ax.text(0.99, 0.02, "off the scale: " + ", ".join(off), transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=8, color="#555555")
+    return off
+
+
+def _save(fig, path: str | Path, dpi: int) -> None:
+    # PNG metadata carries no timestamp, so the bytes depend on the data only
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png", metadata={"Software": None})
+    plt.close(fig)
+
+
+def token_labels(newest: np.ndarray, oldest: np.ndarray) -> list[str]:
+    """Axis labels of the tokens, oldest first: the input step (t-3), or for a patch the steps
+    it covers (t-23..t-12); t is the newest input."""
+    lag = lambda k: "t" if k == 0 else f"t-{k}"  # noqa: E731
+    return [lag(a) if a == b else f"{lag(b)}..{lag(a)}"
+            for a, b in zip(newest[::-1], oldest[::-1])]
+
+
+def _heatmap(ax, weights: np.ndarray, title: str, fig, labels: list[str] | None = None) -> None:
+    T = weights.shape[-1]
+    im = ax.imshow(weights, cmap="viridis", vmin=0, aspect="auto")
+    ticks = np.arange(T)
+    labels = labels or [f"t-{T - 1 - i}" if i < T - 1 else "t" for i in ticks]
+    step = max(1, T // 10)
+    ax.set_xticks(ticks[::step], labels[::step], rotation=90)
+    ax.set_yticks(ticks[::step], labels[::step])
+    patches = any(".." in label for label in labels)
+    ax.set_xlabel("key position (" + ("patch of input steps" if patches else "input step") + ")")
+    ax.set_ylabel("query position")
+    ax.set_title(title)
+    ax.grid(False)
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="weight")
+
+
+def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weights,
+             baselines: dict[str, float], model_rmse: float, units: str = "value",
+             dpi: int = 110, labels: list[str] | None = None, bands=None,
+             test_title: str = "Test set: actual vs predicted") -> None:
+    """The source's 2x2 sheet: loss curve, test truth vs prediction, attention heatmap,
+    residual histogram. ``weights`` (T, T) or None (a model without attention)."""
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+        ax = axes[0, 0]
+        ax.plot(epochs, train_loss, color=COLORS["train"], label="train")
+        if val_loss is not None and np.isfinite(val_loss).any():
+            ax.plot(epochs, val_loss, color=COLORS["val"], label="validation")
+        ax.set_yscale("log")
+        ax.set(title="Training loss", xlabel="epoch", ylabel="loss (scaled units, log)")
+        ax.legend()
+
+        ax = axes[0, 1]
+        _bands(ax, t, bands, COLORS["model"])
+        ax.plot(t, actual, color=COLORS["actual"], lw=1.2, label="actual")
+        ax.plot(t, predicted, color=COLORS["model"], lw=1.2, ls="--",
+                label=f"model (RMSE {model_rmse:.3g})")
+        note = ", ".join(f"{k} {v:.3g}" for k, v in baselines.items() if v is not None)
+        ax.set(title=test_title, xlabel="t", ylabel=units)
+        ax.legend(title=f"baseline RMSE: {note}" if note else None, title_fontsize=8)
+        _time_axis(ax, t)
+
+        ax = axes[1, 0]
+        if weights is not None:
+            _heatmap(ax, weights, "Attention weights (first test window, last layer)", fig,
+                     labels)
+        else:
+            ax.text(0.5, 0.5, "no attention in this model", ha="center", va="center")
+            ax.set_axis_off()
+
+        ax = axes[1, 1]
+        resid = np.asarray(predicted) - np.asarray(actual)
+        ax.hist(resid, bins=min(30, max(5, len(resid) // 3)), color=COLORS["model"],
+                alpha=0.75, edgecolor="white")
+        ax.axvline(0, color="black", lw=0.8)
+        ax.set(title="Test residuals (predicted - actual)", xlabel=f"residual ({units})",
+               ylabel="count")
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def attention_maps(path, *, mean_weights: np.ndarray, example_weights: np.ndarray,
+                   dpi: int = 110, labels: list[str] | None = None) -> None:
+    """Per layer and head: the mean weights over the test windows beside one example window.
+    Both arrays (L, H, T, T)."""
+    L, H = mean_weights.shape[:2]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(L * H, 2, figsize=(9, 3.8 * L * H), squeeze=False)
+        for layer in range(L):
+            for head in range(H):
+                row = layer * H + head
+                tag = f"layer {layer + 1}, head {head + 1}"
+                _heatmap(axes[row, 0], mean_weights[layer, head],
+                         f"Mean over test windows ({tag})", fig, labels)
+                _heatmap(axes[row, 1], example_weights[layer, head],
+                         f"First test window ({tag})", fig, labels)
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def no_attention(path, *, title: str, reason: str, dpi: int = 110) -> None:
+    """A placeholder figure that says why there is nothing to show (e.g. an LSTM model), so a
+    figure from an earlier run is never left standing in for this one."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7, 2.2))
+        ax.text(0.5, 0.6, "no attention", ha="center", va="center", fontsize=16)
+        ax.text(0.5, 0.25, reason, ha="center", va="center", fontsize=9, color="#555555")
+        ax.set_title(title)
+        ax.set_axis_off()
+        _save(fig, path, dpi)
+
+
+def attention_by_lag(path, *, lags: np.ndarray, weight: np.ndarray,
+                     lag_oldest: np.ndarray | None = None, dpi: int = 110) -> None:
+    """Mean attention weight each lag gets from the queries that feed the head (the last query
+    with last pooling, all of them with mean pooling); lag 0 = the newest input. With patches
+    (``lag_oldest`` != ``lags``) one bar per patch, labelled by the lags it covers."""
+    patches = lag_oldest is not None and np.any(np.asarray(lag_oldest) != np.asarray(lags))
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        if patches:
+            x = np.arange(len(lags))
+            ax.bar(x, weight, color=COLORS["model"], alpha=0.8)
+            step = max(1, len(x) // 12)
+            ax.set_xticks(x[::step], [f"{a}-{b}" for a, b in zip(lags, lag_oldest)][::step],
+                          rotation=45)
+        else:
+            ax.bar(lags, weight, color=COLORS["model"], alpha=0.8)
+        ax.axhline(1 / len(lags), color="black", lw=0.8, ls=":", label="uniform attention")
+        what = "patch (the lags it covers)" if patches else "lag"
+        ax.set(title=f"What the model looks at: attention weight by {what.split(' ')[0]}",
+               xlabel=f"{what}; steps before the forecast origin, 0 = newest input",
+               ylabel="mean attention weight")
+        ax.legend()
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def forecast(path, *, t_all, values, spans: dict[str, tuple], t_test, model, naive,
+             units: str = "value", dpi: int = 110, bands=None,
+             title: str = "Series and one-step-ahead test forecasts") -> None:
+    """Whole series with the train / validation / test spans shaded, the model and the naive
+    baseline over the test span. ``spans`` maps part name to (t_start, t_end)."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(11, 4.2))
+        for name, (lo, hi) in spans.items():
+            ax.axvspan(lo, hi, color=COLORS[name], alpha=0.08, label=f"{name} span")
+        _bands(ax, t_test, bands, COLORS["model"])
+        ax.plot(t_all, values, color=COLORS["actual"], lw=0.9, label="series")
+        ax.plot(t_test, naive, color=COLORS["naive"], lw=1, ls=":", label="naive")
+        ax.plot(t_test, model, color=COLORS["model"], lw=1.2, ls="--", label="model")
+        ax.set(title=title, xlabel="t", ylabel=units)
+        ax.legend(ncol=3)
+        _time_axis(ax, t_all)
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def horizon_errors(path, *, steps: np.ndarray, errors: dict[str, np.ndarray],
+                   units: str = "value", dpi: int = 110) -> None:
+    """RMSE by steps ahead for the model and each baseline."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for i, (name, err) in enumerate(errors.items()):
+            ax.plot(steps, err, marker="o", ms=3, label=name, color=color(name, i),
+                    lw=2 if name == "model" else 1.2)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _clip_outliers(ax, errors)
+        ax.set(title="Error by steps ahead", xlabel="steps ahead", ylabel=f"RMSE ({units})")
+        ax.legend()
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def backtest_errors(path, *, folds: np.ndarray, errors: dict[str, np.ndarray],
+                    units: str = "value", dpi: int = 110) -> None:
+    """RMSE of each fold of the rolling-origin backtest, the model beside every baseline
+    (a far-off baseline is left off the scale and named)."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(8, 4))
+        for i, (name, err) in enumerate(errors.items()):
+            ax.plot(folds, err, marker="o", ms=4, label=name, color=color(name, i),
+                    lw=2.2 if name == "model" else 1.1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _clip_outliers(ax, {k: v[np.isfinite(v)] for k, v in errors.items()})
+        ax.set(title="Rolling-origin backtest: error per fold", xlabel="fold (origin moves on)",
+               ylabel=f"RMSE ({units})")
+        ax.legend(ncol=2)
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def _bands(ax, t, bands, color: str) -> None:
+    """Shaded central intervals, widest palest: ``bands`` = [(lower, upper, percent), ...]."""
+    for lo, hi, pct in sorted(bands or [], key=lambda b: -b[2]):
+        ax.fill_between(t, lo, hi, color=color, alpha=0.12 + 0.1 * (pct < 80), lw=0,
+                        label=f"model {pct} % interval")
+
+
+def calibration(path, *, nominal: np.ndarray, coverage: dict[str, np.ndarray],
+                dpi: int = 110) -> None:
+    """Nominal against empirical coverage of each forecaster's central intervals on the test
+    windows: on the diagonal is calibrated, below it too narrow, above it too wide."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(5.5, 5))
+        ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls=":", label="calibrated")
+        for i, (name, cov) in enumerate(coverage.items()):
+            ax.plot(nominal, cov, marker="o", label=name, color=color(name, i),
+                    lw=2 if name == "model" else 1.1)
+        ax.set(xlim=(0, 1), ylim=(0, 1), title="Interval calibration (test windows)",
+               xlabel="nominal coverage", ylabel="empirical coverage")
+        ax.legend()
+        fig.tight_layout()
+        _save(fig, path, dpi)

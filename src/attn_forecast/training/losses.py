@@ -1,0 +1,59 @@
+"""The training losses: torch's MSE, MAE and Huber, the pinball loss of a quantile head, and
+scores of the series' own levels (sMAPE, MASE) through each window's scaler."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .batches import Rows
+
+
+class PinballLoss(nn.Module):
+    """The quantile loss of (B, H, Q) forecasts at levels ``taus`` against (B, H) targets,
+    averaged over windows, steps and levels."""
+
+    def __init__(self, taus) -> None:
+        super().__init__()
+        self.register_buffer("taus", torch.tensor(list(taus), dtype=torch.float32))
+
+    def forward(self, q: torch.Tensor, y: torch.Tensor, sid=None, rows=None) -> torch.Tensor:
+        diff = y.unsqueeze(-1) - q
+        return torch.maximum(self.taus * diff, (self.taus - 1) * diff).mean()
+
+
+class LevelLoss(nn.Module):
+    """A score of the levels (the series' own units) as the training loss: ``smape``
+    (200 |y - f| / (|y| + |f|), M3's), or ``mase`` (|y - f| over each series' in-sample naive
+    error). ``sid``: each window's series in ``rows``, whose scalers give the levels."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, f: torch.Tensor, y: torch.Tensor, sid: torch.Tensor, rows: Rows
+                ) -> torch.Tensor:
+        scale = rows.scale[sid][:, None]
+        if self.kind == "mase":
+            return ((f - y).abs() * (scale / rows.naive[sid][:, None])).mean()
+        lf, ly = f * scale + rows.center[sid][:, None], y * scale + rows.center[sid][:, None]
+        return (200 * (lf - ly).abs() / (lf.abs() + ly.abs()).clamp_min(1e-8)).mean()
+
+
+class _Plain(nn.Module):
+    """torch's own losses, taking (and leaving) the series of each window."""
+
+    def __init__(self, loss: nn.Module) -> None:
+        super().__init__()
+        self.loss = loss
+
+    def forward(self, f, y, sid=None, rows=None):
+        return self.loss(f, y)
+
+
+def make_loss(kind: str, quantiles=()) -> nn.Module:
+    """train.loss, or the pinball loss for a model with a quantile head."""
+    if quantiles:
+        return PinballLoss(quantiles)
+    if kind in ("smape", "mase"):
+        return LevelLoss(kind)
+    return _Plain({"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}[kind]())

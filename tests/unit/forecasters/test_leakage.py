@@ -1,0 +1,199 @@
+"""No forecaster reads a test target: every one, fitted and forecasting on a competition-style
+panel (each series forecast once, over its last horizon), gives the same forecasts when the
+test part's values are replaced by huge numbers or by NaN. Covers the model (trained from
+scratch and fine-tuned from the prior), every baseline (naive, seasonal naive, Naive2, mean,
+ridge, SES, ETS, Theta, DOT, CES, ARIMA, Comb, the zero-shot prior) and the combinations.
+
+And a failed forecast never scores: a NaN is never a zero error, a series a forecaster could
+not forecast gets the named fallback's forecast, counted, and is never left out of its mean.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from attn_forecast.forecasters.combination import with_combinations
+from attn_forecast.forecasters.protocol import Forecast
+from attn_forecast.forecasters.run import run
+from attn_forecast.forecasters.saved import load, merge, save
+from attn_forecast.forecasters.simple import Naive2
+from attn_forecast.evaluation import metrics as M
+from attn_forecast.forecasters.registry import baselines
+from attn_forecast.evaluation.scoring import evaluate
+from attn_forecast.model.settings import ModelSettings
+from attn_forecast.config.schema import TrainParams
+from attn_forecast.data.build import build
+from attn_forecast.data.long_table import Raw
+from attn_forecast.forecasters.neural import ModelForecaster
+from attn_forecast.training.batches import to_device
+from attn_forecast.training.loop import train_model
+from attn_forecast.pipeline.model import prior
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+ROOT = Path(__file__).resolve().parents[3]
+PRIOR = ROOT / "models" / "pretrained.pt"
+H, SEASON, WINDOW = 4, 4, 12
+FIELD = ["naive", "seasonal_naive", "naive2", "mean", "ridge", "ses", "ets", "theta", "dot",
+         "ces", "arima", "comb", "zeroshot"]
+
+
+def _panel() -> Raw:
+    """Six quarterly-like series of 36 to 56 values, trending and seasonal, all positive."""
+    rs = np.random.default_rng(3)
+    series = []
+    for i, n in enumerate((36, 40, 44, 48, 52, 56)):
+        t = np.arange(n)
+        series.append(100 + 2 * i + 0.8 * t + 6 * np.sin(2 * np.pi * t / SEASON + i)
+                      + rs.normal(0, 1.0, n))
+    lengths = [len(s) for s in series]
+    S = len(series)
+    return Raw(np.array([f"q{i}" for i in range(S)]), np.r_[0, np.cumsum(lengths)],
+               np.concatenate([np.arange(n, dtype=float) for n in lengths]),
+               np.concatenate(series), np.full(sum(lengths), np.nan),
+               horizons=np.full(S, H), periods=np.full(S, SEASON))
+
+
+def _store():
+    raw = _panel()
+    return build(raw, window=WINDOW, horizon=H, fracs={"test": 0.2, "val": 0.0, "cal": 0.0},
+                 scaler="zscore", transform="none", test_size=raw.horizons, context=0)
+
+
+def _poisoned(store, value: float):
+    """The same store with every test target (and its scaled model value) set to ``value``."""
+    levels, z = np.array(store.levels), np.array(store.z)
+    for i in range(store.n_series):
+        a = int(store.offsets[i])
+        rows = slice(a + int(store.cuts.test_start[i]), a + int(store.cuts.test_end[i]))
+        levels[rows] = value
+        z[rows] = value
+    return replace(store, levels=levels, z=z)
+
+
+def _train(store, init=None) -> torch.nn.Module:
+    p = TrainParams(epochs=3, lr=0.003, batch_size=32, augment_noise=0.1, ensemble=2,
+                    loss="smape")
+    s = ModelSettings(window=WINDOW, horizon=H, d_model=8, ffn_dim=16, n_heads=2, n_layers=1,
+                      residual=True, pooling="flatten", instance_norm="revin")
+    data = to_device(store, torch.device("cpu"))
+    settings = init.settings if init is not None else s
+    model, _ = train_model(settings, data["z"], data["train"], data["val"], p,
+                           torch.device("cpu"), progress=False, rows=data["rows"], init=init)
+    return model
+
+
+def _every_forecast(store) -> dict[str, np.ndarray]:
+    chosen, _ = baselines(FIELD, season=SEASON, ridge_alpha=1.0, features=False, jobs=1,
+                          prior=str(PRIOR))
+    fs = run(store, chosen, ("test",), fallback=Naive2(SEASON))
+    models = run(store, [ModelForecaster(_train(store))], ("test",))
+    tuned = ModelForecaster(_train(store, init=prior(str(PRIOR), store)))
+    tuned.name = "model_finetuned"
+    fs = merge(models, run(store, [tuned], ("test",)), fs)
+    fs = with_combinations(fs, ["model+comb", "model+ets+theta", "model_finetuned+comb"])
+    return {name: parts["test"].point for name, parts in fs.forecasts.items()}
+
+
+@pytest.fixture(scope="module")
+def clean():
+    return _every_forecast(_store())
+
+
+@pytest.mark.parametrize("value", [1e9, np.nan], ids=["huge", "nan"])
+def test_no_forecaster_reads_the_test_part(clean, value):
+    store = _store()
+    bad = _every_forecast(_poisoned(store, value))
+    assert set(clean) == set(FIELD + ["ets", "model", "model_finetuned", "model+comb",
+                                      "model+ets+theta", "model_finetuned+comb"])
+    assert set(bad) == set(clean)
+    for name, point in clean.items():
+        assert point.shape == (store.n_series, H), name
+        assert np.isfinite(point).all(), name
+        np.testing.assert_array_equal(bad[name], point, err_msg=name)
+
+
+# ---------------------------------------------------------------- a failed forecast never scores
+class _FailsOn:
+    """A forecaster that is naive except on the series ``bad``, where it gives NaN (as a
+    statistical model that cannot be fitted there does)."""
+
+    def __init__(self, bad: int, name: str = "flaky") -> None:
+        self.bad, self.name = bad, name
+
+    def fit(self, store):
+        return []
+
+    def forecast(self, store, ends, taus=()):
+        point = np.repeat(store.last(ends)[:, None], store.horizon, axis=1)
+        point[store.series_of(ends) == self.bad] = np.nan
+        return Forecast(point)
+
+
+def test_smape_of_a_missing_forecast_is_nan_never_zero():
+    assert np.isnan(M.smape(np.array([1.0, 2.0]), np.array([1.0, np.nan])))
+    assert M.smape(np.zeros(2), np.zeros(2)) == 0.0             # both zero: no error
+
+
+def test_a_series_without_a_score_leaves_no_mean_rather_than_a_better_one():
+    table = pd.DataFrame({"id": ["a", "b", "c"], "n_test": 1,
+                          "good_rmse": [1.0, 1.0, 9.0], "good_smape": [5.0, 5.0, 50.0],
+                          "good_mase": [1.0, 1.0, 9.0], "good_mae": [1.0, 1.0, 9.0],
+                          "bad_rmse": [1.0, 1.0, np.nan], "bad_smape": [5.0, 5.0, np.nan],
+                          "bad_mase": [1.0, 1.0, np.nan], "bad_mae": [1.0, 1.0, np.nan]})
+    agg = M.aggregate(table, ["good", "bad"])
+    assert agg["good"]["smape_mean"] == pytest.approx(20.0)
+    assert agg["bad"]["smape_mean"] is None and agg["bad"]["mase_mean"] is None
+    assert agg["bad"]["n_series"] == agg["good"]["n_series"] == 3
+
+
+def test_a_failed_series_is_forecast_by_the_named_fallback_and_counted():
+    store = _store()
+    fs = run(store, [Naive2(SEASON), _FailsOn(bad=2)], ("test",),
+               fallback=Naive2(SEASON))
+    assert any("flaky gave no forecast for 1 of 6 series (first: 'q2'); naive2's stands in"
+               in w for w in fs.warnings)
+    flaky, two = fs.forecasts["flaky"]["test"], fs.forecasts["naive2"]["test"]
+    rows = store.series_of(fs.ends["test"]) == 2
+    np.testing.assert_array_equal(flaky.point[rows], two.point[rows])
+    np.testing.assert_array_equal(flaky.failed, rows)
+    ev = evaluate(store, fs, noise_std=None)
+    assert ev.metrics["flaky"]["n_failed"] == 1 and ev.metrics["naive2"]["n_failed"] == 0
+    assert ev.metrics["flaky"]["n_series"] == ev.metrics["naive2"]["n_series"] == 6
+    # saved and read back, the count survives
+    assert np.isfinite(ev.by_series["flaky_smape"]).all()
+
+
+def test_a_nan_forecast_can_never_lower_a_score(tmp_path):
+    """Whichever series fails, the forecaster's mean sMAPE is never below the one it gets
+    forecasting that series with the fallback (and is never computed over fewer series)."""
+    store = _store()
+    honest = evaluate(store, run(store, [Naive2(SEASON)], ("test",)), noise_std=None)
+    for bad in range(store.n_series):
+        fs = run(store, [_FailsOn(bad, "naive2")], ("test",), fallback=Naive2(SEASON))
+        save(tmp_path / "f.npz", fs)
+        ev = evaluate(store, load(tmp_path / "f.npz"), noise_std=None)
+        m = ev.metrics["naive2"]
+        assert m["n_failed"] == 1 and m["n_series"] == store.n_series
+        assert m["smape_mean"] >= honest.metrics["naive2"]["smape_mean"] - 1e-12 or \
+            m["smape_mean"] == pytest.approx(honest.metrics["naive2"]["smape_mean"])
+
+
+def test_the_fields_all_is_the_mean_over_every_forecast_beside_the_mean_over_series():
+    """Theta's published M3 subsets (16.90, 8.96, 13.85, 4.41) pool to its published "all"
+    13.01 over the 37,014 forecasts; over the 3,003 series alike they give 12.73."""
+    subsets = {"yearly": (645, 6, 16.90), "quarterly": (756, 8, 8.96),
+               "monthly": (1428, 18, 13.85), "other": (174, 8, 4.41)}
+    tables = [pd.DataFrame({"n_test": np.ones(n), "theta_smape": np.full(n, v),
+                            "theta_mase": np.ones(n), "naive2_smape": np.full(n, 20.0),
+                            "naive2_mase": np.ones(n)}) for n, _, v in subsets.values()]
+    out = M.pooled(tables, [h for _, h, _ in subsets.values()], ["theta", "naive2"])
+    assert round(out["theta"]["smape"], 2) == 13.01
+    assert round(out["theta"]["smape_series"], 2) == 12.73
+    assert out["theta"]["n_forecasts"] == 37014 and out["theta"]["n_series"] == 3003
+    assert out["theta"]["owa"] == pytest.approx(0.5 * (out["theta"]["smape"] / 20.0 + 1.0))

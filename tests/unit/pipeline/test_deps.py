@@ -1,0 +1,88 @@
+"""dvc.yaml's deps are honest: each stage depends on the src its script imports (directly or
+through other src modules, at import time or inside a function), by package where it uses a
+package broadly and by file otherwise, each listed once, so an edit reruns the stages it must
+and no others."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import ROOT, closure, dvc_spec
+
+STAGES = ["pretrain", "generate", "prepare", "baselines", "train", "evaluate",
+          "backtest_train", "backtest_evaluate", "render"]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_depends_on_the_src_it_imports_and_only_on_it(stage):
+    deps = [str(d).rstrip("/") for d in dvc_spec()["stages"][stage]["deps"]]
+    declared = [d for d in deps if d.startswith("src/")]
+    needed = closure(ROOT / "stages" / f"{stage}.py")
+    missing = sorted(f for f in needed if not any(f == d or f.startswith(d + "/")
+                                                   for d in declared))
+    unused = sorted(d for d in declared if not any(f == d or f.startswith(d + "/")
+                                                    for f in needed))
+    assert not missing and not unused, f"{stage}: missing {missing}, not imported {unused}"
+    assert f"stages/{stage}.py" in deps
+    assert len(deps) == len(set(deps)), f"{stage}: a dep listed twice"
+
+
+def test_an_edit_of_evaluation_or_report_never_refits_the_baselines():
+    deps = [str(d) for d in dvc_spec()["stages"]["baselines"]["deps"]]
+    assert not [d for d in deps if d.startswith(("src/attn_forecast/evaluation",
+                                                 "src/attn_forecast/report"))]
+
+
+def test_the_closure_sees_imports_inside_functions():
+    """The check can fail: a module imported only inside a function is still needed."""
+    got = closure(ROOT / "stages" / "baselines.py")
+    assert "src/attn_forecast/forecasters/zeroshot.py" in got    # imported lazily by name
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_path_a_stage_is_given_is_a_dependency_or_an_output(stage):
+    """A path on the stage's command line that is neither a dep nor an out would not be
+    restored, hashed or rerun by DVC (a fresh clone would then skip the stage and miss it)."""
+    spec = dvc_spec()["stages"][stage]
+    words = str(spec["cmd"]).split()
+    paths = {w for i, w in enumerate(words[1:], 1) if words[i - 1].startswith("--")
+             and not w.startswith("-")}
+    listed = {str(d) for d in spec["deps"]}
+    for kind in ("outs", "metrics", "plots"):
+        for item in spec.get(kind) or []:
+            listed |= set(item) if isinstance(item, dict) else {str(item)}
+    assert paths - listed == set(), f"{stage}: {sorted(paths - listed)} not declared"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_the_committed_lock_lists_the_deps_dvc_yaml_declares(stage):
+    """DVC does not rerun a stage for a dep removed from dvc.yaml, so a stale dvc.lock would
+    differ from the one a fresh clone's `make repro` writes."""
+    import yaml
+    lock = yaml.safe_load((ROOT / "dvc.lock").read_text())["stages"][stage]
+    locked = {d["path"] for d in lock.get("deps", [])}
+    declared = {str(d).rstrip("/") for d in dvc_spec()["stages"][stage]["deps"]}
+    assert locked == declared, (f"{stage}: dvc.lock has {sorted(locked - declared)} extra, "
+                                f"misses {sorted(declared - locked)}: run dvc repro --force")
+
+
+def test_the_committed_prior_is_up_to_date_so_a_clone_never_pretrains():
+    """The pretrain stage's lock entry matches the committed files (its code, its params and
+    its outputs), so `dvc repro` on a fresh clone skips it (the real dvc status). After an edit
+    that cannot change the prior: `dvc commit pretrain`; after one that can: `dvc repro
+    pretrain`."""
+    import json
+    import os
+    import subprocess
+
+    import yaml
+    from conftest import VENV_BIN
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "ITERATIVE_DO_NOT_TRACK": "1"}
+    res = subprocess.run([str(VENV_BIN / "dvc"), "status", "pretrain", "--json"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout or "{}") == {}, f"pretrain is stale: {res.stdout} (dvc " \
+        "commit pretrain, or dvc repro pretrain when the prior would change)"
+    entry = yaml.safe_load((ROOT / "dvc.lock").read_text())["stages"]["pretrain"]
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())["pretrain"]
+    assert entry["params"]["params.yaml"]["pretrain"] == params
+    assert (ROOT / "models/pretrained.pt").stat().st_size < 5 * 2 ** 20

@@ -1,0 +1,107 @@
+"""Import hygiene of the stage scripts: what each one pulls in when it is imported.
+
+Each stage is imported as a module from its file (``importlib``, so ``main`` does not run) in a
+fresh interpreter with the project's src/ on PYTHONPATH, and reports which heavy libraries
+ended up in ``sys.modules``. Only the train stage imports torch (it costs seconds per stage:
+the model's forecasts and attention weights are written by train, so evaluate and render
+never need it; backtest_train imports it only when the backtest is on), no stage imports
+scikit-learn at import time (the baselines stage uses it lazily, for the ridge baseline;
+StatsForecast likewise, for ETS, Theta and ARIMA), and only render imports matplotlib.
+Importing the package changes nothing in the environment: the stages pin the CPU code paths
+themselves.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conftest import ROOT, VENV_BIN
+
+STAGES = ["generate", "prepare", "baselines", "train", "evaluate", "backtest_train",
+          "backtest_evaluate", "render"]
+# backtest_train imports torch only when the backtest is on
+NO_TORCH = {"generate", "prepare", "baselines", "evaluate", "render", "backtest_train",
+            "backtest_evaluate"}
+HEAVY = ["torch", "sklearn", "matplotlib", "statsforecast"]
+
+PROBE = """
+import importlib.util, json, sys
+path = sys.argv[1]
+spec = importlib.util.spec_from_file_location("stage_under_test", path)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(json.dumps({"main": callable(getattr(module, "main", None)),
+                  "loaded": {name: name in sys.modules for name in %r}}))
+""" % (HEAVY,)
+
+
+def _probe(stage: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.update({"PYTHONPATH": str(ROOT / "src"), "PYTHONDONTWRITEBYTECODE": "1",
+                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg"})
+    return subprocess.run([str(VENV_BIN / "python"), "-c", PROBE,
+                           str(ROOT / "stages" / f"{stage}.py")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def imported() -> dict[str, dict]:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(STAGES, pool.map(_probe, STAGES)))
+    out = {}
+    for stage, res in results.items():
+        assert res.returncode == 0, f"importing stages/{stage}.py failed:\n{res.stderr}"
+        lines = res.stdout.strip().splitlines()
+        # importing must not run the stage: the probe's line is the only output
+        assert len(lines) == 1, f"stages/{stage}.py printed on import:\n{res.stdout}"
+        out[stage] = json.loads(lines[0])
+    return out
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_imports_without_running(stage, imported):
+    assert imported[stage]["main"], f"stages/{stage}.py has no main()"
+
+
+@pytest.mark.parametrize("stage", sorted(NO_TORCH))
+def test_stage_does_not_import_torch(stage, imported):
+    assert not imported[stage]["loaded"]["torch"], f"stages/{stage}.py imports torch"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_does_not_import_sklearn(stage, imported):
+    assert not imported[stage]["loaded"]["sklearn"], f"stages/{stage}.py imports sklearn"
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_no_stage_imports_statsforecast_before_it_is_asked_for(stage, imported):
+    assert not imported[stage]["loaded"]["statsforecast"], stage
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_only_render_imports_matplotlib(stage, imported):
+    assert imported[stage]["loaded"]["matplotlib"] == (stage == "render"), imported[stage]
+
+
+def test_the_train_stage_does_import_torch(imported):
+    """The probe sees imports at all: the stage that trains does load torch."""
+    assert imported["train"]["loaded"]["torch"]
+
+
+def test_importing_the_package_leaves_the_environment_alone():
+    code = ("import os, json; before = dict(os.environ); import attn_forecast, "
+            "attn_forecast.data.store_io, attn_forecast.evaluation.scoring; "
+            "print(json.dumps(dict(os.environ) == before))")
+    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY",
+                                                             "OPENBLAS_CORETYPE",
+                                                             "NPY_DISABLE_CPU_FEATURES")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    res = subprocess.run([str(VENV_BIN / "python"), "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) is True

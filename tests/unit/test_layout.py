@@ -1,0 +1,96 @@
+"""The house by role: imports point one way. No module imports itself back through others (no
+circle of modules, nor of packages); no library package (data, model, training, forecasters,
+evaluation, report) imports config or pipeline (a library function takes plain arguments);
+every file holds one job, at most 400 lines, and no module is named for how it is wired."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import PKG, imports, module_file
+
+LIBRARY = ("data", "model", "training", "forecasters", "evaluation", "report")
+# the order of the floors: a package may import those before it, never those after it
+FLOORS = ("errors", "io", "cpu", "data", "model", "training", "forecasters", "evaluation",
+          "report", "config", "pipeline", "inference", "cli")
+
+
+def _modules() -> list[str]:
+    return [".".join(("attn_forecast", *f.relative_to(PKG).with_suffix("").parts))
+            for f in sorted(PKG.rglob("*.py")) if f.name != "__init__.py"]
+
+
+def _graph() -> dict[str, set[str]]:
+    """Module -> the modules it imports (packages' __init__ left out: they import nothing)."""
+    return {m: {i for i in imports(module_file(m), m) if i != m and module_file(i).name !=
+                "__init__.py"} for m in _modules()}
+
+
+def _package(mod: str) -> str:
+    return mod.split(".")[1]
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index, low, stack, on, out, n = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_circle_of_modules():
+    assert _circles(_graph()) == []
+
+
+def test_no_circle_of_packages_and_imports_point_down_the_floors():
+    up = []
+    for mod, deps in _graph().items():
+        for dep in deps:
+            a, b = _package(mod), _package(dep)
+            if a != b and FLOORS.index(b) > FLOORS.index(a):
+                up.append(f"{mod} -> {dep}")
+    assert up == []
+
+
+@pytest.mark.parametrize("package", LIBRARY)
+def test_no_library_module_imports_config_or_pipeline(package):
+    bad = [f"{m} -> {d}" for m, deps in _graph().items() if _package(m) == package
+           for d in deps if _package(d) in ("config", "pipeline")]
+    assert bad == []
+
+
+def test_the_walker_sees_an_upward_import():
+    """The check can fail: the pipeline imports the config (an arrow the floors allow)."""
+    assert "attn_forecast.config.load" in _graph()["attn_forecast.pipeline.data"] or \
+        "attn_forecast.config.checks" in _graph()["attn_forecast.pipeline.data"]
+
+
+def test_every_file_is_at_most_400_lines_and_named_for_what_it_holds():
+    long = {str(f.relative_to(PKG)): n for f in PKG.rglob("*.py")
+            if (n := len(f.read_text().splitlines())) > 400}
+    assert long == {}
+    names = {f.stem for f in PKG.rglob("*.py")}
+    assert not names & {"wiring", "wiring_torch", "rules", "table", "runtime", "utils", "misc",
+                        "helpers"}
