@@ -93,10 +93,10 @@ def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text())
 
 
-def write_npz(path: str | Path, **arrays: np.ndarray) -> None:
+def write_npz(path: str | Path, compressed: bool = False, **arrays: np.ndarray) -> None:
     # np.savez writes fixed zip timestamps, so equal arrays give equal bytes.
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
+        (np.savez_compressed if compressed else np.savez)(fh, **arrays)
 
 
 def read_npz(path: str | Path) -> dict[str, np.ndarray]:

@@ -70,9 +70,6 @@ def check(p: Params) -> None:
                           f"(model.patch_len 0 or 1), got model.patch_len {m.patch_len}")
     if d.kind == "csv" and not d.csv_path:
         raise ParamsError("params.yaml: data.csv_path must name a CSV file when data.kind is csv")
-    if pp.horizon == "auto" and d.kind != "competition":
-        raise ParamsError("params.yaml: prepare.horizon auto is a competition's horizon; set "
-                          f"it to the steps to forecast at once for data.kind {d.kind}")
     if m.positional == "sinusoidal" and m.kind == "attention" and m.d_model % 2:
         raise ParamsError("params.yaml: model.d_model must be even with sinusoidal positions, "
                           f"got {m.d_model}")

@@ -1,8 +1,9 @@
-"""The baselines by name, as forecasters: the simple ones, ridge, StatsForecast's SES, ETS,
-Theta, Dynamic Optimized Theta, CES and ARIMA (statistical.py); ``comb`` is the equal-weight
-mean of ARIMA, ETS, CES and Dynamic Optimized Theta; ``zeroshot`` is the prior (the pretrain
-stage's model) forecasting the data without training on it (zeroshot.py; torch is imported
-only for it)."""
+"""The baselines by name, as forecasters, without torch: the simple ones, ridge, and
+StatsForecast's SES, ETS, Theta, Dynamic Optimized Theta, CES and ARIMA (statistical.py);
+``comb`` is the equal-weight mean of ARIMA, ETS, CES and Dynamic Optimized Theta. The one
+baseline that needs torch, ``zeroshot`` (the prior, zeroshot.py), is added by whoever has the
+prior (pipeline/field.py), so that fitting the statistical field never depends on the
+model's code."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,11 +29,13 @@ class Unavailable:
 
 
 def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bool,
-              jobs: int = 1, prior: str | None = None
+              jobs: int = 1, given: dict[str, Forecaster] | None = None
               ) -> tuple[list[Forecaster], dict[str, str]]:
-    """The baselines ``names`` as forecasters, and those that cannot run here with the
-    reason (seasonal naive without a season). With past covariates, ``ridge`` brings
-    ``ridge_features`` beside it. ``prior``: the pretrained checkpoint ``zeroshot`` reads."""
+    """The baselines ``names`` as forecasters, in their order, and those that cannot run here
+    with the reason (seasonal naive without a season). With past covariates, ``ridge`` brings
+    ``ridge_features`` beside it. ``given``: forecasters built elsewhere, by name (the
+    zero-shot prior); a name neither built here nor given is left out."""
+    given = given or {}
     out, unavailable = [], {}
     for name in names:
         if name == "naive":
@@ -49,9 +52,10 @@ def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bo
             out.append(Mean())
         elif name == "comb":
             continue   # after the others, below
+        elif name in given:
+            out.append(given[name])
         elif name == "zeroshot":
-            from .zeroshot import ZeroShot
-            out.append(ZeroShot(prior))
+            continue   # the prior's: see the module docstring
         elif name == "ridge":
             out += [Ridge(ridge_alpha)] + ([Ridge(ridge_alpha, features=True)] if features
                                            else [])

@@ -26,8 +26,8 @@ class ForecastSet:
         return list(self.forecasts)
 
 
-def save(path: str | Path, fs: ForecastSet) -> None:
-    """One npz without pickles."""
+def save(path: str | Path, fs: ForecastSet, compressed: bool = False) -> None:
+    """One npz without pickles (``compressed``: deflated, for files committed to git)."""
     arrays = {f"ends:{p}": e for p, e in fs.ends.items()}
     for name, parts in fs.forecasts.items():
         for part, fc in parts.items():
@@ -40,7 +40,7 @@ def save(path: str | Path, fs: ForecastSet) -> None:
                 arrays[f"members:{name}:{part}"] = fc.members
             if fc.failed is not None:
                 arrays[f"failed:{name}:{part}"] = fc.failed
-    write_npz(path, names=np.array(fs.names(), dtype=str),
+    write_npz(path, compressed=compressed, names=np.array(fs.names(), dtype=str),
               taus=np.asarray(fs.taus, dtype=np.float64),
               warnings=np.array(fs.warnings, dtype=str),
               record=np.array(json.dumps(fs.record, sort_keys=True)), **arrays)

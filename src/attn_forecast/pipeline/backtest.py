@@ -7,16 +7,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cpu import cores
 from ..data import splits
 from ..evaluation import significance
 from ..evaluation.backtest import aggregate
 from ..evaluation.scoring import evaluate, units
 from ..forecasters.combination import with_combinations
-from ..forecasters.registry import baselines
 from ..forecasters.run import run
 from ..forecasters.saved import load, merge
 from ..forecasters.simple import Naive2
+from .field import field_of
 from .forecasting import check_data, parts, taus
 
 
@@ -33,8 +32,7 @@ def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str 
     rows, fold_metrics, pooled, names, warnings = [], [], {}, [], []
     for entry in entries:
         fold = store.refit(splits.Cuts.from_dict(entry["cuts"]))
-        chosen, _ = baselines(e.baselines, season=season, ridge_alpha=e.ridge_alpha,
-                              features=fold.n_features > 0, jobs=cores(), prior=prior)
+        chosen, _ = field_of(params, season, fold.n_features > 0, prior)
         base = run(fold, chosen + list(extra), parts(params), taus(params),
                    fallback=Naive2(season))
         model = load(Path(folds_dir) / entry["forecasts"])

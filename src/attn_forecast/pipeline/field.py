@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..config.schema import Params
 from ..cpu import cores
 from ..data.store import Store
+from ..forecasters.protocol import Forecaster
 from ..forecasters.registry import baselines
 from ..forecasters.run import run
 from ..forecasters.saved import ForecastSet
@@ -13,18 +14,27 @@ from ..forecasters.simple import Naive2
 from .forecasting import baselines_record, parts, taus
 
 
+def field_of(p: Params, season: int, features: bool, prior: str | None,
+             jobs: int | None = None) -> tuple[list[Forecaster], dict[str, str]]:
+    """The forecasters ``evaluate.baselines`` names (the zero-shot prior where it is named, in
+    its place), and those that cannot run here with the reason."""
+    from ..forecasters.zeroshot import ZeroShot
+    e = p.evaluate
+    chosen, unavailable = baselines(
+        e.baselines, season=season, ridge_alpha=e.ridge_alpha, features=features,
+        jobs=cores() if jobs is None else jobs,
+        given={"zeroshot": ZeroShot(prior)} if "zeroshot" in e.baselines else None)
+    why = "auto: none found in the training parts" if e.season == "auto" else \
+        f"{e.season}; set a period or auto"
+    return chosen, {k: f"{v} (evaluate.season is {why})" for k, v in unavailable.items()}
+
+
 def field(p: Params, store: Store, season: int, prior: str | None,
           jobs: int | None = None) -> ForecastSet:
     """Every baseline ``evaluate.baselines`` names, fitted on each series' training part and
     forecasting the scored windows (with intervals when they are scored); Naive2 forecasts
     the series one cannot."""
-    e = p.evaluate
-    chosen, unavailable = baselines(e.baselines, season=season, ridge_alpha=e.ridge_alpha,
-                                    features=store.n_features > 0,
-                                    jobs=cores() if jobs is None else jobs, prior=prior)
-    why = "auto: none found in the training parts" if e.season == "auto" else \
-        f"{e.season}; set a period or auto"
-    unavailable = {k: f"{v} (evaluate.season is {why})" for k, v in unavailable.items()}
+    chosen, unavailable = field_of(p, season, store.n_features > 0, prior, jobs)
     return run(store, chosen, parts(p), taus(p),
                {**baselines_record(p, store, season), "unavailable": unavailable},
                fallback=Naive2(season))

@@ -14,17 +14,22 @@ def season(p: Params, auto: dict) -> int:
 
 
 def check_data(p: Params, store) -> int:
-    """Params that the prepared data rules out, before any work; returns the season."""
+    """The season (``evaluate.season``, or what prepare found), checked against the prepared
+    data before any work: it must not reach before the start of a series."""
     s = season(p, store.auto)
     first = int(store.cuts.test_start.min())  # the earliest test target, in its series
     if s > first:
         raise ParamsError(f"evaluate.season ({s}) reaches before the start of a series; it "
                           f"must be <= {first} here")
-    if p.model.instance_norm == "seasonal" and s > store.window:
+    return s
+
+
+def check_norm(norm: str, season: int, window: int) -> None:
+    """A seasonal instance norm reads the last season of each window: the season must fit."""
+    if norm == "seasonal" and season > window:
         raise ParamsError(
             f"model.instance_norm seasonal needs a season of at most prepare.window "
-            f"({store.window}), got evaluate.season {s}")
-    return s
+            f"({window}), got evaluate.season {season}")
 
 
 DEFAULT_LEVELS = (0.1, 0.5, 0.9)  # conformal intervals of a point forecast: the 80 % interval

@@ -15,6 +15,7 @@ from ..model.settings import ModelSettings
 from ..training.batches import resolve_batch, to_device
 from ..training.loop import train_model
 from ..training.threads import choose_threads, full_batch_warning, set_threads, step_flops
+from .forecasting import check_norm
 
 
 def prior(path: str, store=None, p: Params | None = None):
@@ -47,6 +48,7 @@ def model_settings(p: Params, store, season: int, prior_path: str | None = None)
     model = p.model.model_dump(exclude={"lookbacks"})
     if model["instance_norm"] == "seasonal" and not season:  # no season: the last value
         model["instance_norm"] = "last"
+    check_norm(model["instance_norm"], season, store.window)
     model["quantiles"] = tuple(model["quantiles"])
     return ModelSettings(window=store.window, horizon=store.horizon,
                          n_time_features=store.n_time_features, n_features=store.n_features,
@@ -120,11 +122,16 @@ def summary(settings, model, results: list, store, dist, threads: int,
     loss = "" if not settings.quantiles else \
         " (the pinball loss of the prior's quantile head)" if init == "pretrained" else \
         " (the pinball loss of model.quantiles; train.loss is for point forecasts)"
-    members = f" x {len(results)} seeds" if len(results) > 1 else ""
+    windows = sorted({r.window for r in results}, reverse=True)
+    seeds = len(results) // len(windows)
+    members = (f" x {seeds} seeds" if seeds > 1 else "") + \
+        (f" x {len(windows)} lookbacks ({', '.join(map(str, windows))} steps)"
+         if len(windows) > 1 else "")
     members += ", fine-tuned from the prior" if init == "pretrained" else ""
     where = f" x {dist.world} processes" if dist.world > 1 else f", {threads} thread(s)"
-    return (f"{settings.kind} model{members}, {n_parameters(model) // len(results)} "
-            f"parameters{' each' if len(results) > 1 else ''}, {len(res.history)} epochs on "
+    size = f"{n_parameters(model) // len(results)} parameters each" if len(windows) == 1 \
+        and len(results) > 1 else f"{n_parameters(model)} parameters"
+    return (f"{settings.kind} model{members}, {size}, {len(res.history)} epochs on "
             f"{store.n_series} series on {dist.device}{where} in "
             f"{sum(r.seconds for r in results):.2f} s ({res.windows_per_s:,.0f} windows/s), "
             f"final loss {res.history[-1]['train_loss']:.5f}{loss}, best epoch "

@@ -99,6 +99,7 @@ class FitResult:
     best_epoch: int = 0
     seconds: float = 0.0
     windows_per_s: float = 0.0
+    window: int = 0          # the member's window (an ensemble over lookbacks: each its own)
 
 
 def train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.optim.Optimizer,
@@ -250,7 +251,9 @@ def fit_windows(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor
     val_loss = make_loss(p.loss, s.quantiles).to(device)
     validate = (lambda: evaluate_loss(model, series, val_ends, s.window, s.horizon, val_loss,
                                       p.precision, cal, rows)) if len(val_ends) else None
-    return fit(model, batches, p, validate=validate, rows=rows, unit=unit, **kw)
+    res = fit(model, batches, p, validate=validate, rows=rows, unit=unit, **kw)
+    res.window = s.window
+    return res
 
 
 def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Tensor,

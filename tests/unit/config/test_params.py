@@ -52,7 +52,10 @@ def test_the_schema_defaults_are_the_params_file_values():
     from attn_forecast.config.profiles import profiles
     in_file = yaml.safe_load((REPO / "params.yaml").read_text())
     defaults = Params().model_dump()
-    chooses = {k for prof in profiles().values() for k in prof}
+    from attn_forecast.config.profiles import competition_settings
+    chooses = {k for prof in profiles().values() for k in prof} | {
+        k for s in ("yearly", "quarterly", "monthly", "other")
+        for k in competition_settings(REPO, s)}
     assert set(in_file) == set(defaults)
     for section, values in in_file.items():
         assert set(values) == set(defaults[section]), section
@@ -232,3 +235,20 @@ def test_params_resolved_shows_what_every_auto_became_and_why(tmp_path, capsys):
     assert "prepare.window: auto (two seasons of the training parts' season, at prepare)" \
         in out
     assert "prepare.val_frac: 0.1 (auto: the real profile)" in out
+
+
+def test_every_competition_setting_is_auto_in_params_yaml_so_a_user_run_takes_it():
+    """`dvc exp run -S data.kind=competition -S data.subset=monthly` on params.yaml runs what
+    the competition pipeline runs: every key its settings name is auto in params.yaml."""
+    from attn_forecast.config.load import parse_params
+    from attn_forecast.config.profiles import competition_settings
+    from attn_forecast.pipeline.competition import subset_params
+    in_file = yaml.safe_load((REPO / "params.yaml").read_text())
+    for subset in ("yearly", "quarterly", "monthly", "other"):
+        for key in competition_settings(REPO, subset):
+            section, name = key.split(".")
+            assert in_file[section][name] == "auto", key
+        user = parse_params({**in_file, "data": {**in_file["data"], "kind": "competition",
+                                                 "subset": subset}}, REPO)
+        pipeline, _ = subset_params(REPO / "competitions" / "params.yaml", subset)
+        assert user.model_dump(exclude={"data"}) == pipeline.model_dump(exclude={"data"})

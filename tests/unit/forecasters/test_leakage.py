@@ -24,6 +24,7 @@ from attn_forecast.forecasters.saved import load, merge, save
 from attn_forecast.forecasters.simple import Naive2
 from attn_forecast.evaluation import metrics as M
 from attn_forecast.forecasters.registry import baselines
+from attn_forecast.forecasters.zeroshot import ZeroShot
 from attn_forecast.evaluation.scoring import evaluate
 from attn_forecast.model.settings import ModelSettings
 from attn_forecast.config.schema import TrainParams
@@ -90,7 +91,7 @@ def _train(store, init=None) -> torch.nn.Module:
 
 def _every_forecast(store) -> dict[str, np.ndarray]:
     chosen, _ = baselines(FIELD, season=SEASON, ridge_alpha=1.0, features=False, jobs=1,
-                          prior=str(PRIOR))
+                          given={"zeroshot": ZeroShot(str(PRIOR))})
     fs = run(store, chosen, ("test",), fallback=Naive2(SEASON))
     models = run(store, [ModelForecaster(_train(store))], ("test",))
     tuned = ModelForecaster(_train(store, init=prior(str(PRIOR), store)))

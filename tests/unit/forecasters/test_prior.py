@@ -59,9 +59,17 @@ def test_the_builtin_sine_keeps_its_own_settings_and_a_csv_gets_the_real_ones():
     assert "zeroshot" in csv.evaluate.baselines and "zeroshot" not in sine.evaluate.baselines
 
 
-def test_a_competition_keeps_every_point_of_its_short_series_for_training():
-    p = parse_params({"data": {"kind": "competition"}})
+def test_a_competition_keeps_every_point_of_its_short_series_for_training(tmp_path):
+    """Without the competition pipeline's settings (an empty project), the competition
+    profile: the real one, every point of a short series for training."""
+    p = parse_params({"data": {"kind": "competition"}}, root=tmp_path)
     assert (p.prepare.val_frac, p.train.patience, p.train.init) == (0.0, 0, "pretrained")
+    assert p.prepare.horizon == "auto"               # the competition's horizon, at prepare
+    # with them, the subset's settings (chosen on its validation cut)
+    from conftest import ROOT
+    m = parse_params({"data": {"kind": "competition", "subset": "monthly"}}, root=ROOT)
+    assert (m.train.init, m.train.loss, m.prepare.window, m.model.pooling) == \
+        ("scratch", "smape", 36, "flatten")
 
 
 def test_a_value_the_user_sets_wins_over_the_profile():

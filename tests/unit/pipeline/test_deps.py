@@ -12,18 +12,46 @@ STAGES = ["pretrain", "generate", "prepare", "baselines", "train", "evaluate",
           "backtest_train", "backtest_evaluate", "render"]
 
 
-@pytest.mark.parametrize("stage", STAGES)
-def test_stage_depends_on_the_src_it_imports_and_only_on_it(stage):
-    deps = [str(d).rstrip("/") for d in dvc_spec()["stages"][stage]["deps"]]
+def _competition() -> dict[str, dict]:
+    """The competition pipeline's stages (a foreach stage: its ``do``), by name."""
+    import yaml
+    spec = yaml.safe_load((ROOT / "competitions" / "dvc.yaml").read_text())["stages"]
+    return {name: st.get("do", st) for name, st in spec.items()}
+
+
+def _script(stage: dict) -> str:
+    return next(w for w in str(stage["cmd"]).split() if w.startswith("stages/"))
+
+
+ALL = [(s, dvc_spec()["stages"][s]) for s in STAGES] + \
+    [(f"competitions:{k}", v) for k, v in _competition().items()]
+
+
+@pytest.mark.parametrize("stage, spec", ALL, ids=[a for a, _ in ALL])
+def test_stage_depends_on_the_src_it_imports_and_only_on_it(stage, spec):
+    deps = [str(d).rstrip("/") for d in spec["deps"]]
     declared = [d for d in deps if d.startswith("src/")]
-    needed = closure(ROOT / "stages" / f"{stage}.py")
+    needed = closure(ROOT / _script(spec))
     missing = sorted(f for f in needed if not any(f == d or f.startswith(d + "/")
                                                    for d in declared))
     unused = sorted(d for d in declared if not any(f == d or f.startswith(d + "/")
                                                     for f in needed))
     assert not missing and not unused, f"{stage}: missing {missing}, not imported {unused}"
-    assert f"stages/{stage}.py" in deps
+    assert _script(spec) in deps
     assert len(deps) == len(set(deps)), f"{stage}: a dep listed twice"
+
+
+def test_the_competitions_field_never_depends_on_the_models_code_or_settings():
+    """A change of the model's code or settings reruns the model's stages, never the
+    statistical field (ARIMA and CES on 1,428 monthly series)."""
+    field = _competition()["field"]
+    assert not [d for d in field["deps"] if d.startswith((
+        "src/attn_forecast/training", "src/attn_forecast/model/networks",
+        "src/attn_forecast/forecasters/neural", "src/attn_forecast/pipeline/model",
+        "src/attn_forecast/evaluation"))]
+    read = field["params"][0]["competitions/params.yaml"]
+    assert not [k for k in read if k.endswith((".model", ".train", ".prepare"))
+                or k in ("all", "${item}")]
 
 
 def test_an_edit_of_evaluation_or_report_never_refits_the_baselines():

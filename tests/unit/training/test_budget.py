@@ -77,7 +77,7 @@ def test_a_season_longer_than_a_window_is_a_one_line_error():
     from types import SimpleNamespace
 
     from attn_forecast.pipeline.forecasting import check_data
-    from attn_forecast.pipeline.model import member_settings
+    from attn_forecast.pipeline.model import member_settings, model_settings
     p = parse_params({"model": {"instance_norm": "seasonal", "lookbacks": [6, 24]},
                       "prepare": {"window": 24, "horizon": 18}, "evaluate": {"season": 12}})
     store = SimpleNamespace(auto={}, window=24, horizon=18,
@@ -89,9 +89,9 @@ def test_a_season_longer_than_a_window_is_a_one_line_error():
     p = parse_params({"model": {"instance_norm": "seasonal", "lookbacks": [12, 24]},
                       "prepare": {"window": 24, "horizon": 18}, "evaluate": {"season": 12}})
     assert [m.window for m in member_settings(p, base)] == [24, 12]
-    store.window = 8
+    store.window, store.n_time_features, store.n_features = 8, 0, 0
     with pytest.raises(ParamsError, match=r"at most prepare.window \(8\), got evaluate.se"):
-        check_data(p, store)
+        model_settings(p, store, check_data(p, store))
 
 
 def test_instance_norm_lets_the_model_forecast_at_a_new_level():

@@ -1,0 +1,57 @@
+"""The competition pipeline's steps (competitions/dvc.yaml): one subset's params (every key
+auto: the competition profile, i.e. competitions/params.yaml's ``all`` and the subset's own
+section), its series prepared in memory, and the statistical field's forecasts of their test
+parts (without torch: an edit of the model's code never refits ARIMA)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config.load import profile, read_yaml, resolved
+from ..config.schema import Params
+from ..cpu import cores
+from ..data.store import Store
+from ..forecasters.registry import baselines
+from ..forecasters.run import run
+from ..forecasters.saved import ForecastSet
+from ..forecasters.simple import Naive2
+from .data import prepared
+from .forecasting import baselines_record, parts, taus
+
+SUBSETS = {"m3": ("yearly", "quarterly", "monthly", "other"),
+           "m1": ("yearly", "quarterly", "monthly"), "tourism": ("yearly", "quarterly", "monthly")}
+
+
+def subset_params(path: str | Path, subset: str) -> tuple[Params, dict]:
+    """One subset's params: ``data.kind competition`` with the competition and holdout of the
+    competition pipeline's params file, every other key auto (so the competition profile's:
+    that file's ``all``, then the subset's section); and its profile."""
+    path = Path(path)
+    c = read_yaml(path) or {}
+    raw = {"data": {"kind": "competition", "competition": c.get("competition", "m3"),
+                    "subset": subset, "holdout": c.get("holdout", "test")}}
+    root = path.resolve().parent.parent          # the project: competitions/ lies in it
+    prof = profile(raw, root)
+    return resolved(raw, root, prof)[0], prof
+
+
+def field_store(p: Params, prof: dict) -> Store:
+    """The subset's series for the field: every series with a value before its test part
+    (the statistical models read each series' whole history, not the model's windows)."""
+    pp = p.prepare.model_copy(update={"window": 1, "min_context": 0})
+    return prepared(p.model_copy(update={"prepare": pp}),
+                    {"name": prof["profile"], "resolved": prof})
+
+
+def model_store(p: Params, prof: dict) -> Store:
+    """The subset's series as the train stage's prepare would store them."""
+    return prepared(p, {"name": prof["profile"], "resolved": prof})
+
+
+def statistical_field(p: Params, store: Store, season: int) -> ForecastSet:
+    """The field ``evaluate.baselines`` names but the zero-shot prior (its own stage), Naive2
+    forecasting the series a member cannot."""
+    e = p.evaluate
+    chosen, _ = baselines([n for n in e.baselines if n != "zeroshot"], season=season,
+                          ridge_alpha=e.ridge_alpha, features=False, jobs=cores())
+    return run(store, chosen, parts(p), taus(p), baselines_record(p, store, season),
+               fallback=Naive2(season))

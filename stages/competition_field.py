@@ -1,0 +1,43 @@
+"""Stage field@<subset> of the competition pipeline (competitions/dvc.yaml): the statistical
+field on one subset, each series forecast over its test part (or, ``holdout: validation``,
+over the last horizon of its train part), Naive2 where a member cannot be fitted. No torch.
+
+out: the field's forecasts (a ForecastSet npz, committed, so a clone's `dvc status` is clean).
+It reads only the field's settings and code: a change of the model's never refits ARIMA.
+"""
+from __future__ import annotations
+
+import attn_forecast.cpu as _cpu  # noqa: I001
+_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+from attn_forecast.errors import naming, run_cli  # noqa: E402
+from attn_forecast.forecasters.saved import save  # noqa: E402
+from attn_forecast.pipeline.competition import (field_store, statistical_field,  # noqa: E402
+                                                subset_params)
+from attn_forecast.pipeline.forecasting import check_data  # noqa: E402
+from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+
+
+@naming(PARAMS_KEYS)
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--params", required=True, help="the competition pipeline's params")
+    ap.add_argument("--subset", required=True)
+    ap.add_argument("--out", required=True, help="the field's forecasts (npz)")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    p, prof = subset_params(args.params, args.subset)
+    store = field_store(p, prof)
+    fs = statistical_field(p, store, check_data(p, store))
+    for line in fs.warnings:
+        print(line, file=sys.stderr)
+    save(args.out, fs, compressed=True)
+    print(f"field@{args.subset}: {', '.join(fs.names())} on {store.n_series} series "
+          f"({p.data.holdout}) in {time.perf_counter() - t0:.0f} s -> {args.out}")
+
+
+if __name__ == "__main__":
+    run_cli(main)

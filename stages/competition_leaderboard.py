@@ -1,0 +1,63 @@
+"""Stage leaderboard of the competition pipeline (competitions/dvc.yaml): every subset's field
+and model forecasts (and their combinations) scored on the same series, then pooled: each
+subset's column and "all" by the field's rule (the mean over all forecasts) beside the mean
+over series, MASE, OWA, the sign test against Theta.
+
+out: the leaderboard (a DVC metrics file, so `dvc metrics diff` shows whether M3 moved) and
+its Markdown tables with the published figures beside.
+"""
+from __future__ import annotations
+
+import attn_forecast.cpu as _cpu  # noqa: I001
+_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
+import argparse  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from attn_forecast.errors import naming, run_cli  # noqa: E402
+from attn_forecast.forecasters import saved  # noqa: E402
+from attn_forecast.io import rounded, write_json, write_text  # noqa: E402
+from attn_forecast.forecasters.saved import merge  # noqa: E402
+from attn_forecast.pipeline import leaderboard as L  # noqa: E402
+from attn_forecast.pipeline.competition import SUBSETS, field_store, subset_params  # noqa: E402
+from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+
+ROWS = ["model", "model+comb", "zeroshot", "comb", "theta", "dot", "ets", "ces", "arima", "ses",
+        "naive2", "naive", "seasonal_naive"]
+
+
+@naming(PARAMS_KEYS)
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--params", required=True, help="the competition pipeline's params")
+    ap.add_argument("--forecasts", required=True, help="the folder of each subset's "
+                    "<subset>/model.npz, field.npz and zeroshot.npz")
+    ap.add_argument("--metrics", required=True, help="the leaderboard (json)")
+    ap.add_argument("--table", required=True, help="the leaderboard (Markdown)")
+    args = ap.parse_args(argv)
+    folder = Path(args.forecasts)
+    subsets = [s for s in SUBSETS["m3"] if (folder / s / "model.npz").is_file()]
+    evaluations, holdout = {}, "test"
+    for s in subsets:
+        p, prof = subset_params(args.params, s)
+        holdout = p.data.holdout
+        field = merge(*(saved.load(folder / s / f"{k}.npz") for k in ("field", "zeroshot")))
+        ev = L.evaluated(p, field_store(p, prof), saved.load(folder / s / "model.npz"), field)
+        for line in ev.warnings:
+            print(f"{s}: {line}", file=sys.stderr)
+        evaluations[s] = ev
+    names = [n for n in ROWS if any(ev.metrics.get(n) for ev in evaluations.values())]
+    board = L.leaderboard(evaluations, L.horizons_of(evaluations), names)
+    write_json(args.metrics, rounded(board))
+    command = "dvc repro competitions/dvc.yaml" + (
+        " (with competitions/params.yaml holdout: validation)" if holdout != "test" else "")
+    write_text(args.table, L.markdown(rounded(board), subsets, names, command, holdout))
+    a = board.get("all", {})
+    print("leaderboard: " + ", ".join(f"{n} {a[n]['smape']:.2f}" for n in
+                                      ("model", "model+comb", "theta", "comb") if n in a)
+          + f" (sMAPE, mean over all forecasts) -> {args.metrics}")
+    return board
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,50 @@
+"""Stage model@<subset> of the competition pipeline (competitions/dvc.yaml): the attention model
+trained on one subset's series (one global model: the subset's settings, the competition
+profile of ``auto``), and its forecast of every series' test part (or validation cut).
+
+out: the model's forecasts (a ForecastSet npz, committed). The same run as
+`dvc exp run -S data.kind=competition -S data.subset=<subset>` on the main pipeline.
+"""
+from __future__ import annotations
+
+import attn_forecast.cpu as _cpu  # noqa: I001
+_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
+import argparse  # noqa: E402
+import time  # noqa: E402
+
+from attn_forecast.errors import naming, run_cli  # noqa: E402
+from attn_forecast.forecasters.neural import ModelForecaster  # noqa: E402
+from attn_forecast.forecasters.run import run  # noqa: E402
+from attn_forecast.forecasters.saved import save  # noqa: E402
+from attn_forecast.pipeline import model as pm  # noqa: E402
+from attn_forecast.pipeline.competition import model_store, subset_params  # noqa: E402
+from attn_forecast.pipeline.forecasting import check_data, parts, taus  # noqa: E402
+from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+from attn_forecast.training.distributed import Distributed  # noqa: E402
+
+
+@naming(PARAMS_KEYS)
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--params", required=True, help="the competition pipeline's params")
+    ap.add_argument("--subset", required=True)
+    ap.add_argument("--out", required=True, help="the model's forecasts (npz)")
+    ap.add_argument("--pretrained", required=True, help="the prior (train.init pretrained)")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    p, prof = subset_params(args.params, args.subset)
+    store = model_store(p, prof)
+    season = check_data(p, store)
+    dist = Distributed(0, 1, pm.device(p.train))
+    settings = pm.model_settings(p, store, season, args.pretrained)
+    threads, _ = pm.threads_for(p, settings, int(store.counts("train").sum()), 1)
+    model, results = pm.train(p, settings, store, dist, args.pretrained)
+    fs = run(store, [ModelForecaster(model, dist.device)], parts(p), taus(p),
+             record={"data": store.key()})
+    save(args.out, fs, compressed=True)
+    print(f"model@{args.subset}: {pm.summary(settings, model, results, store, dist, threads)}"
+          f"; {time.perf_counter() - t0:.0f} s in all -> {args.out}")
+
+
+if __name__ == "__main__":
+    run_cli(main)

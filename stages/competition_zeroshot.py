@@ -1,0 +1,43 @@
+"""Stage zeroshot@<subset> of the competition pipeline (competitions/dvc.yaml): the prior
+(models/pretrained.pt, never trained on the competition) forecasting every series of one
+subset zero-shot, for the field's seat that needs torch.
+
+out: its forecasts (a ForecastSet npz, committed).
+"""
+from __future__ import annotations
+
+import attn_forecast.cpu as _cpu  # noqa: I001
+_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
+import argparse  # noqa: E402
+
+from attn_forecast.errors import naming, run_cli  # noqa: E402
+from attn_forecast.forecasters.run import run  # noqa: E402
+from attn_forecast.forecasters.saved import save  # noqa: E402
+from attn_forecast.forecasters.simple import Naive2  # noqa: E402
+from attn_forecast.forecasters.zeroshot import ZeroShot  # noqa: E402
+from attn_forecast.pipeline.competition import field_store, subset_params  # noqa: E402
+from attn_forecast.pipeline.forecasting import check_data, parts, taus  # noqa: E402
+from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+
+
+@naming(PARAMS_KEYS)
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--params", required=True, help="the competition pipeline's params")
+    ap.add_argument("--subset", required=True)
+    ap.add_argument("--out", required=True, help="the prior's forecasts (npz)")
+    ap.add_argument("--pretrained", required=True, help="the prior")
+    args = ap.parse_args(argv)
+    p, prof = subset_params(args.params, args.subset)
+    store = field_store(p, prof)
+    season = check_data(p, store)
+    named = "zeroshot" in p.evaluate.baselines
+    fs = run(store, [ZeroShot(args.pretrained)] if named else [], parts(p), taus(p),
+             fallback=Naive2(season))
+    save(args.out, fs, compressed=True)
+    print(f"zeroshot@{args.subset}: {'the prior on' if named else 'not asked for:'} "
+          f"{store.n_series} series -> {args.out}")
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,59 @@
+"""The competition's leaderboard: each subset's column, "all" as the mean over all forecasts
+(the published figures' rule) beside the mean over series, the sign test against Theta, and
+its Markdown; and one subset's params as the competition pipeline resolves them."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attn_forecast.evaluation.scoring import Evaluation
+from attn_forecast.pipeline.competition import subset_params
+from attn_forecast.pipeline.leaderboard import leaderboard, markdown
+from conftest import ROOT
+
+
+def _evaluation(n: int, h: int, model: float, theta: float, seed: int) -> Evaluation:
+    rs = np.random.default_rng(seed)
+    m = model + rs.normal(0, 1, n)
+    t = theta + rs.normal(0, 1, n)
+    table = pd.DataFrame({"id": [f"s{i}" for i in range(n)], "n_test": 1,
+                          "model_smape": m, "theta_smape": t, "naive2_smape": t + 3,
+                          "model_mase": m / 10, "theta_mase": t / 10,
+                          "naive2_mase": (t + 3) / 10})
+    metrics = {name: {"smape_mean": float(table[f"{name}_smape"].mean()),
+                      "mase_mean": float(table[f"{name}_mase"].mean()), "n_failed": 0}
+               for name in ("model", "theta", "naive2")}
+    metrics["n_series"] = n
+    return Evaluation(metrics, table, np.arange(n), np.zeros((n, h)), {})
+
+
+def test_all_is_the_mean_over_every_forecast_beside_the_mean_over_series():
+    evs = {"yearly": _evaluation(60, 6, 16.0, 17.0, 0),
+           "monthly": _evaluation(140, 18, 14.0, 13.5, 1)}
+    board = leaderboard(evs, {"yearly": 6, "monthly": 18}, ["model", "theta", "naive2"])
+    y, m = (evs[s].by_series["model_smape"] for s in ("yearly", "monthly"))
+    want = (y.sum() * 6 + m.sum() * 18) / (60 * 6 + 140 * 18)
+    assert board["all"]["model"]["smape"] == pytest.approx(want, rel=1e-12)
+    assert board["all"]["model"]["smape_series"] == pytest.approx(
+        np.r_[y, m].mean(), rel=1e-12)
+    assert board["all"]["model"]["n_forecasts"] == 60 * 6 + 140 * 18
+    assert board["yearly"]["model"]["smape"] == pytest.approx(y.mean())
+    st = board["sign_test_vs_theta"]["monthly"]["model"]
+    assert st["n"] == 140 and st["wins"] == int((m.to_numpy() <
+                                                evs["monthly"].by_series["theta_smape"]
+                                                .to_numpy()).sum())
+    text = markdown(board, ["yearly", "monthly"], ["model", "theta", "naive2"], "dvc repro x",
+                    "test")
+    assert "| all (mean over all forecasts) | all (mean over series) |" in text
+    assert f"| **model** (this project) | {y.mean():.2f} | {m.mean():.2f} | {want:.2f} |" in text
+    assert "Reproduce: `dvc repro x`" in text
+
+
+def test_a_subsets_params_are_the_competition_profiles():
+    p, prof = subset_params(ROOT / "competitions" / "params.yaml", "quarterly")
+    assert (p.data.kind, p.data.subset, prof["profile"]) == ("competition", "quarterly",
+                                                             "competition")
+    assert (p.model.instance_norm, p.model.pooling, p.prepare.window) == ("seasonal",
+                                                                          "flatten", 56)
+    assert p.prepare.horizon == "auto" and "comb" in p.evaluate.baselines
