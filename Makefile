@@ -12,7 +12,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export DVC_NO_ANALYTICS := 1
 export ITERATIVE_DO_NOT_TRACK := 1
 
-.PHONY: venv repro test bench bench-real bench-m3 docs source-baseline clean
+.PHONY: venv repro store test bench bench-real bench-m3 docs source-baseline clean
 
 venv: $(STAMP)
 
@@ -29,8 +29,19 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
+# The committed run's cached outputs (model, data, forecasts) come from data/store, a DVC
+# remote inside the repository, so a fresh clone's `dvc repro` finds them up to date on any
+# CPU (a CPU of other arithmetic would retrain them to other bits); `dvc repro --force`
+# retrains everything.
 repro: $(STAMP)
+	$(BIN)/dvc pull -q -r store --allow-missing
 	$(BIN)/dvc repro
+
+# When the default run changes: put its outputs in the store, and only them (`dvc gc -w`
+# also trims the local cache to the workspace's run).
+store: repro
+	$(BIN)/dvc push -r store
+	$(BIN)/dvc gc -f -w -c -r store
 
 # Fast unit tests first (tests/unit/<package>/, as src/attn_forecast/), then the end-to-end
 # tests (the real dvc in throw-away repositories), two at a time; both print [done/total].

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> None:
     profile = {"name": prof["profile"], "resolved": prof}   # what every later stage resolves by
     d = params.data
     raw = read_long(args.series, d.csv_feature_columns if d.kind == "csv" else [])
-    store = prepare(params, raw, profile)
+    store = prepare(params, raw, profile, auto_keys=set(chosen))
     del raw
     save(args.out, store)
     lines, warnings = report(store, params, profile["name"], chosen)

@@ -60,7 +60,9 @@ def main(argv: list[str] | None = None) -> None:
     # interrupted run leaves the previous figures as they were
     with replace_files(args.figures, "*.png") as fig_dir:
         figures.draw_all(fig_dir, data, shown)
-    write_text(args.summary, summary_markdown(metrics, settings_rows(params, metrics),
+    write_text(args.summary, summary_markdown(metrics, settings_rows(params, metrics,
+                                                                     store.window,
+                                                                     store.horizon),
                                               params.model.kind, backtest, shown))
     print(f"render: {len(list(Path(args.figures).glob('*.png')))} figures -> {args.figures}, "
           f"summary -> {args.summary}")

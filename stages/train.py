@@ -59,8 +59,10 @@ def main(argv: list[str] | None = None):
                                         "member_histories": [r.history for r in results]})
     write_columns(args.history, {k: [row[k] for row in res.history]
                                  for k in ("epoch", "train_loss", "val_loss", "lr")}, CSV_DIGITS)
+    ran = pm.run_record(settings, model, results, params, int(store.counts("train").sum()),
+                        p.init)
     fs = run(store, [ModelForecaster(model, dist.device)], parts(params), taus(params),
-             record={"data": store.key()})
+             record={"data": store.key(), "model": ran})
     save(args.forecasts, fs)
     weights = explain.explain(model, store, fs.ends["test"], fs.forecasts["model"]["test"].point,
                               dist.device)

@@ -159,7 +159,9 @@ def main(argv: list[str] | None = None) -> None:
     frame = read_table(args.csv, read.pop("column"), **read, features=meta["features"],
                        default_id=only)
     if read["time_column"] and gaps == "error":
-        check_frame_regular(frame, args.csv)
+        note = check_frame_regular(frame, args.csv)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
     off = transforms.offset(meta["transform"])
     ids = frame["id"].to_numpy()
     bounds = np.r_[np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]), len(ids)]

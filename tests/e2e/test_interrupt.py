@@ -3,7 +3,8 @@
 An inner pytest session (this suite's own fixtures and hooks) queues a long experiment in a
 project copy and starts the real ``dvc queue`` worker, a detached daemon; the inner session is
 then interrupted with SIGINT sent to pytest alone. Afterwards no process may be
-left working inside the inner session's temporary folder.
+left working inside the inner session's temporary folder. The inner session runs under
+pytest-xdist, as `make test` runs the end-to-end tests (a worker process holds the project).
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def test_interrupted_session_stops_queue_workers(tmp_path):
     env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
            "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.Popen(
-        [str(VENV_BIN / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        [str(VENV_BIN / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1",
          f"--basetemp={base}", str(inner)],
         cwd=inner, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True,

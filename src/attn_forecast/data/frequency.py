@@ -75,38 +75,77 @@ def _first(mask) -> int:
     return int(np.flatnonzero(np.asarray(mask))[0])
 
 
-def check_frame_regular(frame: pd.DataFrame, where: str) -> None:
+def check_frame_regular(frame: pd.DataFrame, where: str) -> str | None:
     """:func:`check_regular` on a table of csv.read_table (each id's rows together)."""
     ids = frame["id"].to_numpy()
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    check_regular(ids[starts], np.r_[starts, len(ids)], frame["t"].to_numpy(), where)
+    return check_regular(ids[starts], np.r_[starts, len(ids)], frame["t"].to_numpy(), where)
 
 
-def check_regular(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, where: str) -> None:
-    """Every series' times must advance by one step of the file's frequency: name the first
-    gap or irregular step."""
+HOLIDAY_RUN, HOLIDAY_SHARE = 5, 0.06   # business days a holiday gap skips, share of the steps
+DST_PER_STEPS = 2 / (365 * 24)         # an hourly series skips an hour at most twice a year
+
+
+def _calendar(step: Step, steps: np.ndarray, gaps: np.ndarray, before: np.ndarray
+              ) -> str | None:
+    """What a calendar explains of the gaps ``gaps`` (a mask of the steps that are not one
+    step; ``before``, the time each gap follows): market holidays in business days (each at
+    most :data:`HOLIDAY_RUN` days, at most :data:`HOLIDAY_SHARE` of the steps) or an hour a
+    daylight-saving change leaves out of an hourly series (on a Sunday, the day the changes
+    fall on, at most twice a year); None when it does not explain them all (a month missing
+    from a monthly series breaks its rhythm)."""
+    missing = steps[gaps] - 1
+    if not len(missing) or np.any(steps[gaps] < 1) or not np.allclose(missing,
+                                                                        np.round(missing)):
+        return None
+    if step.kind == "business days" and missing.max() <= HOLIDAY_RUN and \
+            missing.sum() <= HOLIDAY_SHARE * len(steps):
+        return f"{int(missing.sum())} business day(s) in {len(missing)} gap(s) (holidays)"
+    if step.kind == "duration" and step.size == 3600 and missing.max() == 1 and \
+            before.dtype.kind == "M" and len(missing) <= max(1, DST_PER_STEPS * len(steps)):
+        skipped = before + np.timedelta64(1, "h")
+        sundays = (skipped.astype("datetime64[D]").view("int64") - 3) % 7 == 0
+        if sundays.all():
+            return f"{len(missing)} hour(s) (a daylight-saving change)"
+    return None
+
+
+def check_regular(ids: np.ndarray, offsets: np.ndarray, t: np.ndarray, where: str
+                  ) -> str | None:
+    """Every series' times must advance by one step of the file's frequency: gaps a calendar
+    explains (holidays of a business-day series, a daylight-saving hour) are accepted, with a
+    one-line note returned; any other gap or irregular step is an error naming the first."""
     if len(t) < 3:
-        return
+        return None
     inside = np.ones(len(t) - 1, dtype=bool)
     inside[np.asarray(offsets[1:-1]) - 1] = False           # no step across two series
     step = step_of(t)
     steps = step.count(t)
     bad = inside & ~np.isclose(steps, 1.0)
     if not bad.any():
-        return
+        return None
+    explained = _calendar(step, steps[inside], bad[inside], t[:-1][inside & bad])
+    if explained:
+        first = _first(bad)
+        return (f"{where}: the time column skips {explained}, the first after "
+                f"{_show(t)(t[first])}; each row is read as the next step")
     r = _first(bad)
-    if t.dtype.kind == "M":   # dates alone when every time is midnight
-        width = 10 if (t == t.astype("datetime64[D]")).all() else 19
-        show = lambda x: str(x)[:width].replace("T", " ")  # noqa: E731
-    else:
-        show = lambda x: f"{x:g}"  # noqa: E731
+    show = _show(t)
     i = int(np.searchsorted(offsets, r, side="right") - 1)
     of = f" of id '{ids[i]}'" if len(ids) > 1 else ""
     what = (f"{steps[r] - 1:g} step(s) of {step.name} missing" if steps[r] > 1 else
             f"a step of {steps[r]:g} x {step.name}")
     raise DataError(f"{where}: the time column{of} is not regular: after {show(t[r])} comes "
                     f"{show(t[r + 1])} ({what}); fill the rows, or set <time_gaps> to "
-                    "allow (for data that skips days by design, such as trading days)")
+                    "allow (for data that skips steps by design)")
+
+
+def _show(t: np.ndarray):
+    """How a time of ``t`` reads in a message: dates alone when every time is midnight."""
+    if t.dtype.kind == "M":
+        width = 10 if (t == t.astype("datetime64[D]")).all() else 19
+        return lambda x: str(x)[:width].replace("T", " ")
+    return lambda x: f"{x:g}"
 
 
 def next_times(t: np.ndarray, steps: int) -> np.ndarray:

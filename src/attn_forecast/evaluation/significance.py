@@ -30,12 +30,14 @@ def diebold_mariano(loss_a: np.ndarray, loss_b: np.ndarray, h: int = 1) -> dict:
     out = {"statistic": None, "p_value": None, "n": int(T),
            "mean_loss_diff": float(d.mean()) if T else None}
     if T < 3:
-        return out
+        return {**out, "untestable": f"{T} window(s), fewer than the test's 3"}
     mean = d.mean()
     gammas = [float(np.sum((d[k:] - mean) * (d[:T - k] - mean)) / T) for k in range(h)]
     var = (gammas[0] + 2 * sum(gammas[1:])) / T
     if not var > 0:
-        return out
+        same = not np.any(d)
+        return {**out, "untestable": f"its errors equal the model's on all {T} windows"
+                + (" (the same forecasts)" if same else "")}
     hln = math.sqrt((T + 1 - 2 * h + h * (h - 1) / T) / T)
     stat = float(mean / math.sqrt(var) * hln)
     from scipy.special import stdtr  # Student's t CDF (scipy.stats costs 0.6 s to import)
@@ -73,7 +75,8 @@ def sentence(name: str, result: dict, alpha: float = ALPHA) -> str:
     """One line for the summary: "better than ridge, p = 0.01"."""
     p, stat = result.get("p_value"), result.get("statistic")
     if p is None:
-        return f"{name}: not testable ({result.get('n', 0)} origins, or no difference at all)"
+        why = result.get("untestable") or f"{result.get('n', 0)} windows"
+        return f"{name}: not testable: {why}"
     if p < alpha:
         verdict = "better than" if stat < 0 else "worse than"
         return f"{verdict} {name}, p = {p:.2g}"

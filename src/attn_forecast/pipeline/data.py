@@ -3,6 +3,8 @@
 (prepare), and both in memory for the competition pipeline's stages."""
 from __future__ import annotations
 
+import copy
+import os
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ from ..data.frequency import check_frame_regular
 from ..data.long_table import Raw, raw_of
 from ..data.store import Store
 from ..errors import ParamsError
+from .forecasting import check_norm
 
 
 def csv_options(d: DataParams) -> dict:
@@ -53,13 +56,32 @@ def check_inside(csv_path: str, folder: str) -> None:
                           f"stage depends on, so edits rerun the pipeline), got {csv_path!r}")
 
 
+def check_visible(csv_path: str) -> None:
+    """A CSV an experiment run in a temporary copy of the repository cannot see: `dvc exp run
+    --temp` (or --queue) copies what git holds, and a new file the user has not committed is
+    in their workspace (DVC_ROOT) only."""
+    root = os.environ.get("DVC_ROOT")
+    if Path(csv_path).exists() or not root or not os.environ.get("DVC_EXP_BASELINE_REV") \
+            or Path(root).resolve() == Path.cwd().resolve():
+        return
+    if (Path(root) / csv_path).is_file():
+        raise ParamsError(
+            f"data.csv_path: {csv_path} is in your workspace but not in git, and a --temp or "
+            f"--queue experiment runs in a copy of what git holds: `git add {csv_path}` and "
+            "commit it (or `dvc add` it), or run `dvc exp run` without --temp")
+
+
 def chunks(d: DataParams, inputs: str):
-    """The data ``data.kind`` names, as DataFrames of the long table."""
+    """The data ``data.kind`` names, as DataFrames of the long table (a note on stdout of the
+    calendar gaps a CSV's time column skips)."""
     if d.kind == "csv":
         check_inside(d.csv_path, inputs)
+        check_visible(d.csv_path)
         frame = read_table(d.csv_path, **csv_options(d))
         if d.csv_time_column and d.time_gaps == "error":
-            check_frame_regular(frame, d.csv_path)
+            note = check_frame_regular(frame, d.csv_path)
+            if note:
+                print(f"note: {note}")
         return [frame]
     if d.kind == "competition":
         return [sources.competition(d.competition, d.subset, d.holdout)]
@@ -89,9 +111,26 @@ def horizon_of(p: Params, raw: Raw) -> int:
     return found
 
 
-def prepare(p: Params, raw: Raw, profile: dict) -> Store:
+def fit_norm(p: Params, season: int, window: int, profile: dict, auto_keys) -> dict:
+    """What ``auto`` chose must fit what the user set: a seasonal instance norm reads one
+    season of each window, so with a season longer than the window, an auto-chosen seasonal
+    norm becomes the last value's (recorded in the profile every later stage resolves by, and
+    returned as ``{key: why}``), and one the user set is refused here, before any training.
+    (A fine-tuned prior keeps its own norm.)"""
+    norm = p.model.instance_norm
+    if p.train.init == "pretrained" or norm != "seasonal" or not season or season <= window:
+        return {}
+    if "model.instance_norm" not in auto_keys:
+        check_norm(norm, season, window)
+    profile["resolved"]["values"]["model.instance_norm"] = "last"
+    return {"model.instance_norm": f"last, not seasonal: season {season} > window {window}"}
+
+
+def prepare(p: Params, raw: Raw, profile: dict, auto_keys=frozenset()) -> Store:
     """The prepared store of the long table ``raw``: ``auto`` window and season chosen from
-    the training parts (recorded with their reasons and the params' ``profile``)."""
+    the training parts (recorded with their reasons and the params' ``profile``, which
+    :func:`fit_norm` may adjust to what the user set; ``auto_keys``: the params keys ``auto``
+    chose, every other one counts as set by the user)."""
     pp, m = p.prepare, p.model
     if pp.time_features and raw.t.dtype.kind != "M":
         raise ParamsError("prepare.time_features needs dates in the time column "
@@ -102,9 +141,14 @@ def prepare(p: Params, raw: Raw, profile: dict) -> Store:
                          raw.horizons).val_start
     auto = seasons.choose(raw.levels, raw.offsets, n_train, pp.window, m.patch_len,
                           m.patch_stride, periods=raw.periods)  # the training parts only
-    auto["profile"] = profile
     window = auto["window"]["window"] if "window" in auto else pp.window
     check_patches(window, m.patch_len, m.patch_stride)
+    season = auto["season"]["season"] if p.evaluate.season == "auto" else p.evaluate.season
+    profile = copy.deepcopy(profile)
+    adjusted = fit_norm(p, int(season or 0), window, profile, auto_keys)
+    auto["profile"] = profile
+    if adjusted:
+        auto["adjusted"] = adjusted
     return build(raw, window=window, horizon=horizon, fracs=fracs(p), scaler=pp.scaler,
                  transform=pp.transform, time_features=pp.time_features,
                  feature_transforms=pp.feature_transforms, source=source_record(p.data),
@@ -130,8 +174,9 @@ def report(store: Store, p: Params, profile: str, chosen: dict) -> tuple[list[st
              f"{n['cal']} cal / {n['test']} test windows of {store.window} -> {store.horizon}, "
              f"scaler {pp.scaler}, transform {pp.transform}{feats}"]
     if chosen:
+        adjusted = auto.get("adjusted", {})
         lines.append(f"prepare: auto for {profile} data (data.kind {d.kind}): "
-                     + ", ".join(f"{k} {v}" for k, v in chosen.items()))
+                     + ", ".join(f"{k} {adjusted.get(k, v)}" for k, v in chosen.items()))
     lines.append(f"prepare: season of the training parts: {auto['season']['season'] or 'none'}"
                  f" ({auto['season']['reason']})"
                  + (f"; window {store.window} ({auto['window']['reason']})"

@@ -138,3 +138,20 @@ def summary(settings, model, results: list, store, dist, threads: int,
             f"{res.best_epoch}"
             + (" (no epoch improved on the prior's validation loss: the prior kept)"
                if init == "pretrained" and res.best_epoch == 0 else ""))
+
+
+def run_record(settings, model, results: list, p: Params, n_train: int, init: str) -> dict:
+    """What the train stage ran, as plain data (the summary's model and training rows): the
+    model's own settings (a fine-tuned prior's, not model.*), its size, its members, the
+    epochs it took and the batch it used (auto resolved)."""
+    windows = sorted({r.window for r in results}, reverse=True)
+    s = settings.to_dict()
+    return {"kind": s["kind"], "parameters": n_parameters(model), "init": init,
+            "members": len(results), "seeds": len(results) // len(windows),
+            "windows": windows, "epochs": len(results[0].history),
+            "best_epoch": results[0].best_epoch,
+            "batch": resolve_batch(p.train.batch_size, n_train),
+            "settings": {k: s[k] for k in (
+                "d_model", "ffn_dim", "n_layers", "n_heads", "positional", "pooling",
+                "residual", "dropout", "instance_norm", "patch_len", "patch_stride",
+                "quantiles", "horizon")}}

@@ -28,4 +28,6 @@ def score(p: Params, store: Store, model: ForecastSet, base: ForecastSet) -> Eva
     fs = with_combinations(merge(model, base), p.evaluate.combinations)
     ev = evaluate(store, fs, noise_std=p.data.noise_std, conformal=p.evaluate.conformal)
     ev.metrics["unavailable"] = base.record.get("unavailable", {})
+    if model.record.get("model"):
+        ev.metrics["model_run"] = model.record["model"]   # what the train stage ran
     return ev

@@ -115,9 +115,13 @@ def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weight
         ax.plot(t, actual, color=COLORS["actual"], lw=1.2, label="actual")
         ax.plot(t, predicted, color=COLORS["model"], lw=1.2, ls="--",
                 label=f"model (RMSE {model_rmse:.3g})")
-        note = ", ".join(f"{k} {v:.3g}" for k, v in baselines.items() if v is not None)
         ax.set(title=test_title, xlabel="t", ylabel=units)
-        ax.legend(title=f"baseline RMSE: {note}" if note else None, title_fontsize=8)
+        ax.legend(loc="best", fontsize=8)   # where it hides the fewest points
+        scores = [f"{k} {v:.3g}" for k, v in baselines.items() if v is not None]
+        if scores:  # under the axes, three a line: never cut, never over a point
+            lines = [", ".join(scores[i:i + 3]) for i in range(0, len(scores), 3)]
+            ax.text(0.0, -0.16, "baseline RMSE: " + "\n".join(lines), transform=ax.transAxes,
+                    ha="left", va="top", fontsize=8, color="#333333")
         _time_axis(ax, t)
 
         ax = axes[1, 0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..evaluation.significance import sentence
 
 META_KEYS = ("n_test", "n_series", "n_dropped", "significance", "model_seeds", "n_folds",
-             "unavailable", "sign_test")
+             "unavailable", "sign_test", "model_run")
 ONE = ("rmse", "mae", "mase", "r2", "directional_accuracy", "skill_vs_naive", "signal_rmse")
 MANY = ("mase_mean", "mase_median", "rmse_mean", "rmse_median", "smape_mean", "beats_naive")
 

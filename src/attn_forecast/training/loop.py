@@ -179,7 +179,8 @@ def fit(model: nn.Module, batches, p, *, validate: Callable[[], float] | None = 
     sched = make_scheduler(opt, p)
     epochs = planned_epochs(p, batches.steps)
     bar = progress if isinstance(progress, Progress) else \
-        Progress(epochs, enabled=(rank == 0) if progress is None else progress)
+        Progress(epochs, enabled=(rank == 0) if progress is None else progress,
+                 at_most=validate is not None and p.patience > 0)
     res = FitResult()
     best_val, best_state, stale, steps = math.inf, None, 0, 0
 

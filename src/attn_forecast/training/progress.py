@@ -16,13 +16,15 @@ def _clock(seconds: float) -> str:
 class Progress:
     """Per-epoch progress on stderr once training has run ``after`` seconds (short runs stay
     quiet): on a terminal one overwritten line, at most ten updates a second; otherwise (logs,
-    CI, captured output) one line every ``every`` seconds. Shows elapsed time and an ETA."""
+    CI, captured output) one line every ``every`` seconds. Shows elapsed time and an ETA for
+    ``epochs`` (the run's planned epochs); ``at_most`` (early stopping may end it sooner) says
+    the ETA is a bound."""
 
     def __init__(self, epochs: int, enabled: bool = True, tty: bool | None = None,
                  after: float = 3.0, every: float = 5.0, stream=None,
-                 clock: Callable[[], float] = time.monotonic, what: str = "train: epoch"
-                 ) -> None:
-        self.what = what
+                 clock: Callable[[], float] = time.monotonic, what: str = "train: epoch",
+                 at_most: bool = False) -> None:
+        self.what, self.at_most = what, at_most
         self.stream = sys.stderr if stream is None else stream
         self.tty = self.stream.isatty() if tty is None else tty
         self.epochs, self.enabled, self.after, self.every = epochs, enabled, after, every
@@ -53,7 +55,7 @@ class Progress:
             return
         self.last_print = now
         eta = elapsed / epochs_done * (self.epochs - epochs_done)
-        line = f"{text}  {_clock(elapsed)} elapsed, {_clock(eta)} left"
+        line = f"{text}  {_clock(elapsed)} elapsed, {_clock(eta)} left" + (" at most" if self.at_most else "")
         if self.tty:
             print(f"\r{line}", end="", file=self.stream, flush=True)
         else:

@@ -56,14 +56,15 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-def _regular(t, lengths=None, ids=None, keys=PARAMS_KEYS) -> None:
-    """check_regular on series of ``lengths`` laid one after the other in ``t``."""
+def _regular(t, lengths=None, ids=None, keys=PARAMS_KEYS) -> str | None:
+    """check_regular on series of ``lengths`` laid one after the other in ``t`` (its note of
+    calendar gaps, if any)."""
     t = np.asarray(t)
     lengths = [len(t)] if lengths is None else lengths
     ids = np.array(ids or [f"s{i}" for i in range(len(lengths))], dtype=object)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     with naming(keys):
-        check_regular(ids, offsets, t, "f.csv")
+        return check_regular(ids, offsets, t, "f.csv")
 
 
 @pytest.fixture
@@ -433,13 +434,40 @@ def test_a_monthly_series_with_a_gap_names_the_first_gap():
         _regular(t, keys=FLAGS)
 
 
-def test_business_days_pass_and_a_missing_holiday_is_a_gap():
-    days = pd.bdate_range("2023-12-20", periods=15).to_numpy()   # weekends skipped
-    _regular(days)
-    holiday = days[days != np.datetime64("2024-01-01")]          # a Monday
+US_HOLIDAYS_2023 = ["2023-01-02", "2023-01-16", "2023-02-20", "2023-04-07", "2023-05-29",
+                    "2023-06-19", "2023-07-04", "2023-09-04", "2023-11-23", "2023-12-25"]
+
+
+def test_a_price_file_skipping_market_holidays_passes_with_a_note():
+    """A year of trading days: weekends and the exchange's holidays skipped."""
+    days = pd.bdate_range("2023-01-02", "2023-12-29").to_numpy()
+    assert _regular(days) is None                                # weekends alone: no note
+    trading = days[~np.isin(days, np.array(US_HOLIDAYS_2023, dtype="datetime64[ns]"))]
+    note = _regular(trading)
+    # the first holiday, 2 January, is before the first row: nine gaps inside the year
+    assert note == ("f.csv: the time column skips 9 business day(s) in 9 gap(s) (holidays), "
+                    "the first after 2023-01-13; each row is read as the next step")
+
+
+def test_business_day_gaps_no_calendar_explains_stay_errors():
+    days = pd.bdate_range("2023-01-02", "2023-12-29").to_numpy()
+    with pytest.raises(DataError, match=r"\(6 step\(s\) of one business day missing"):
+        _regular(np.delete(days, range(40, 46)))                 # more than a week gone
+    short = pd.bdate_range("2023-12-20", periods=15).to_numpy()
     with pytest.raises(DataError, match=r"after 2023-12-29 comes 2024-01-02 "
                                         r"\(1 step\(s\) of one business day missing"):
-        _regular(holiday)
+        _regular(short[short != np.datetime64("2024-01-01")])    # 1 of 14 steps: too many
+
+
+def test_an_hourly_file_missing_the_daylight_saving_hour_passes_with_a_note():
+    hours = pd.date_range("2024-01-01", "2024-12-31 23:00", freq="h").to_numpy()
+    spring = np.datetime64("2024-03-31T02:00")                   # a Sunday (Europe)
+    note = _regular(hours[hours != spring])
+    assert "skips 1 hour(s) (a daylight-saving change), the first after 2024-03-31 01:00" \
+        in note
+    wednesday = np.datetime64("2024-03-27T02:00")
+    with pytest.raises(DataError, match=r"1 step\(s\) of one hour missing"):
+        _regular(hours[hours != wednesday])
 
 
 @pytest.mark.parametrize("freq", ["D", "W", "MS", "ME", "QS", "YS", "h", "min"])

@@ -530,6 +530,18 @@ def test_progress_shows_hours_and_stays_quiet_when_disabled():
     assert quiet.getvalue() == ""
 
 
+def test_the_eta_counts_the_epochs_max_steps_leaves_and_says_when_it_is_a_bound(capsys):
+    from attn_forecast.training.loop import planned_epochs
+    # 200 epochs of 10 steps with max_steps 50: five epochs run, so the ETA is for five
+    assert planned_epochs(_p(epochs=200, max_steps=50), 10) == 5
+    assert planned_epochs(_p(epochs=200, max_steps=0), 10) == 200
+    clock, out = _FakeClock(), io.StringIO()
+    bar = Progress(5, tty=False, after=0.0, stream=out, clock=clock, at_most=True)
+    clock.now = 2.0
+    bar.update(1, 0.1, 0.2)
+    assert out.getvalue().rstrip().endswith("0:02 elapsed, 0:08 left at most")
+
+
 def test_ctrl_c_names_the_epoch():
     z, tr, _, _ = _data(_store([_sine()]))
     m = _tiny()
