@@ -133,5 +133,5 @@ def test_the_recorder_sees_a_read_that_is_not_declared():
     """The check can fail: a key read outside a stage's declared list is caught."""
     log: set[str] = set()
     p = Recorder(load_params(Path(ROOT / "params.yaml")), log)
-    assert p.evaluate.season is not None
-    assert "evaluate.season" in log and not _covered("evaluate.season", _declared("prepare"))
+    assert p.train.lr is not None
+    assert "train.lr" in log and not _covered("train.lr", _declared("prepare"))

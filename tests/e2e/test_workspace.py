@@ -34,6 +34,13 @@ def repo(project_factory):
     return SimpleNamespace(proj=proj)
 
 
+@pytest.fixture(autouse=True)
+def committed_again(repo):
+    """Every test starts from the committed outputs, whatever the one before did or failed."""
+    yield
+    _restore(repo.proj)
+
+
 def _dirty(proj: Project) -> list[str]:
     """Paths git sees as changed, added or deleted (untracked files included)."""
     out = proj.run(["git", "status", "--porcelain"], check=True).stdout
@@ -47,28 +54,27 @@ def _restore(proj: Project) -> None:
 
 def test_a_failed_stage_leaves_tracked_outputs_as_they_were(repo):
     proj = repo.proj
-    # evaluate alone reruns (its params changed) and fails at its start
+    # prepare reruns (what auto chooses must fit the season) and refuses it at its start
     proj.update_params({"evaluate.season": 100000})
     res = proj.run(["dvc", "repro"], timeout=300)
     assert res.returncode != 0
     assert "evaluate.season" in res.stderr and "Traceback" not in res.stderr, res.stderr
     assert _dirty(proj) == ["params.yaml"], _dirty(proj)
-    _restore(proj)
 
 
-def test_a_bad_evaluate_value_stops_train_before_it_trains(repo):
+def test_a_bad_evaluate_value_stops_the_run_before_it_trains(repo):
     proj = repo.proj
     proj.update_params({"evaluate.season": 100000, "train.lr": 0.002, "train.epochs": 100000})
     t0 = time.monotonic()
     res = proj.run(["dvc", "repro"], timeout=300)
     out = res.stdout + res.stderr
     assert res.returncode != 0
-    assert "Running stage 'train'" in out and "Running stage 'evaluate'" not in out, out
+    # refused at prepare, the first stage that reads the season
+    assert "Running stage 'prepare'" in out and "Running stage 'train'" not in out, out
     assert "error: evaluate.season (100000)" in res.stderr, res.stderr
     # 100000 epochs would take minutes: the check ran before the first one
     assert time.monotonic() - t0 < 60
     assert _dirty(proj) == ["params.yaml"], _dirty(proj)
-    _restore(proj)
 
 
 def test_ctrl_c_in_training_prints_one_line_and_changes_nothing(repo, tmp_path):
@@ -98,7 +104,6 @@ def test_ctrl_c_in_training_prints_one_line_and_changes_nothing(repo, tmp_path):
     # (dash as /bin/sh, when SHELL is unset) is itself ended by the same Ctrl-C: -2
     assert "exited with 130" in text or "exited with -2" in text, text
     assert _dirty(proj) == ["params.yaml"], _dirty(proj)
-    _restore(proj)
 
 
 def _exp_params(proj: Project, name: str) -> dict:
@@ -130,7 +135,6 @@ def test_source_baseline_has_every_source_setting_whatever_ran_before(repo):
         assert got[section][name] == value, key
     # the temporary run left the workspace alone
     assert (proj.path / "params.yaml").read_text() == workspace
-    _restore(proj)
 
 
 def test_a_file_beside_the_csv_in_use_reruns_generate_alone(repo):
@@ -144,7 +148,6 @@ def test_a_file_beside_the_csv_in_use_reruns_generate_alone(repo):
     res = proj.run(["dvc", "repro"], timeout=300, check=True)
     assert "Running stage 'generate'" in res.stdout
     assert "Running stage 'prepare'" not in res.stdout, res.stdout
-    _restore(proj)
 
 
 @pytest.mark.parametrize("path, expect", [
@@ -163,7 +166,6 @@ def test_a_wrong_csv_path_through_dvc_names_the_key(repo, path, expect):
     line = next(ln for ln in res.stderr.splitlines() if ln.startswith("error: "))
     for text in expect:
         assert text in line, line
-    _restore(proj)
 
 
 def test_figures_of_two_commits_compare_on_a_fresh_clone(repo, tmp_path):

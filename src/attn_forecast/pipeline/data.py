@@ -18,7 +18,7 @@ from ..data.frequency import check_frame_regular
 from ..data.long_table import Raw, raw_of
 from ..data.store import Store
 from ..errors import ParamsError
-from .forecasting import check_norm
+from .forecasting import check_data, check_norm
 
 
 def csv_options(d: DataParams) -> dict:
@@ -149,10 +149,12 @@ def prepare(p: Params, raw: Raw, profile: dict, auto_keys=frozenset()) -> Store:
     auto["profile"] = profile
     if adjusted:
         auto["adjusted"] = adjusted
-    return build(raw, window=window, horizon=horizon, fracs=fracs(p), scaler=pp.scaler,
-                 transform=pp.transform, time_features=pp.time_features,
-                 feature_transforms=pp.feature_transforms, source=source_record(p.data),
-                 auto=auto, test_size=raw.horizons, context=pp.min_context)
+    store = build(raw, window=window, horizon=horizon, fracs=fracs(p), scaler=pp.scaler,
+                  transform=pp.transform, time_features=pp.time_features,
+                  feature_transforms=pp.feature_transforms, source=source_record(p.data),
+                  auto=auto, test_size=raw.horizons, context=pp.min_context)
+    check_data(p, store)          # a season the series cannot hold: refused before any work
+    return store
 
 
 def prepared(p: Params, profile: dict, inputs: str = "data/external") -> Store:
