@@ -111,3 +111,15 @@ def test_equal_forecasts_are_not_testable_and_noise_is_not_significant():
     assert sum(p < 0.05 for p in p_values) <= 8
     assert "no significant difference from other" in sentence(
         "other", {"statistic": 0.3, "p_value": 0.7, "n": 300})
+
+
+def test_an_untestable_comparison_says_why():
+    rs = np.random.default_rng(0)
+    y = rs.normal(size=(300, 1))
+    model = y + rs.normal(size=(300, 1))
+    res = compare(y, {"model": model, "zeroshot": model.copy()}, 1)["zeroshot"]
+    assert res["p_value"] is None
+    assert sentence("zeroshot", res) == ("zeroshot: not testable: its errors equal the model's "
+                                         "on all 300 windows (the same forecasts)")
+    few = compare(y[:2], {"model": model[:2], "naive": y[:2] * 0}, 1)["naive"]
+    assert sentence("naive", few) == "naive: not testable: 2 window(s), fewer than the test's 3"

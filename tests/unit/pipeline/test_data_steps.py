@@ -68,3 +68,30 @@ def test_auto_never_picks_a_norm_the_window_the_user_set_cannot_hold(capsys):
     with pytest.raises(UserInputError, match=r"model.instance_norm seasonal needs a season "
                                              r"of at most prepare.window \(20\)"):
         prepare(set_by_user, raw, profile, auto_keys=set())
+
+
+def test_a_baseline_without_a_season_says_what_auto_found():
+    from attn_forecast.pipeline.field import field_of
+    p = parse_params({"data": {"kind": "csv", "csv_path": "x.csv"}})
+    assert p.evaluate.season == "auto"
+    _, unavailable = field_of(p, 0, False, None)
+    assert unavailable["seasonal_naive"] == \
+        "no season (evaluate.season is auto: none found in the training parts)"
+    _, unavailable = field_of(parse_params({"evaluate": {"season": 0}}), 0, False, None)
+    assert unavailable["seasonal_naive"] == "no season (evaluate.season is 0; set a period or auto)"
+
+
+def test_the_train_line_names_the_pinball_loss_only_for_a_quantile_head():
+    import torch
+    from types import SimpleNamespace
+    from attn_forecast.model.settings import ModelSettings
+    from attn_forecast.pipeline.model import summary
+    res = SimpleNamespace(window=12, history=[{"train_loss": 0.5}], best_epoch=1, seconds=1.0,
+                          windows_per_s=10.0)
+    store, dist = SimpleNamespace(n_series=1), SimpleNamespace(world=1, device="cpu")
+    model = torch.nn.Linear(2, 1)
+    point = summary(ModelSettings(window=12), model, [res], store, dist, 1, "pretrained")
+    assert "pinball" not in point and "final loss 0.50000, best epoch 1" in point
+    head = summary(ModelSettings(window=12, quantiles=(0.1, 0.5, 0.9)), model, [res], store,
+                   dist, 1)
+    assert "(the pinball loss of model.quantiles" in head

@@ -301,3 +301,38 @@ def test_summary_sentences_backtest_seeds_and_failed_baselines():
     assert "### Rolling-origin backtest (5 folds)" in md and "- better than naive, p = 0.002" in md
     # the metric keys that are not forecasters get no row
     assert "| significance |" not in md and "| model_seeds |" not in md
+
+
+# ---------------------------------------------------------------- messages that tell the truth
+def test_the_summary_describes_the_model_that_ran_not_model_params():
+    """A fine-tuned prior: its own architecture and size, the epochs it took, the window
+    auto chose; not model.* of params.yaml nor `window auto`."""
+    p = parse_params({"data": {"kind": "csv", "csv_path": "x.csv", "csv_column": "v"}})
+    prior = {**Params().model.model_dump(), "d_model": 64, "n_layers": 3, "n_heads": 4,
+             "ffn_dim": 128, "instance_norm": "revin", "patch_len": 8, "patch_stride": 4}
+    metrics = {"model": _row(), "n_test": 30, "model_run": {
+        "kind": "attention", "settings": prior, "parameters": 110025, "seeds": 1,
+        "windows": [24], "init": "pretrained", "epochs": 28, "best_epoch": 18, "batch": 256}}
+    md = summary_markdown(metrics, settings_rows(p, metrics, window=24, horizon=1))
+    model = next(ln for ln in md.splitlines() if ln.startswith("| model |"))
+    training = next(ln for ln in md.splitlines() if ln.startswith("| training |"))
+    assert "d_model 64" in model and "layers 3" in model and "heads 4" in model
+    assert "110,025 parameters" in model and "the prior fine-tuned" in model
+    assert f"28 of {p.train.epochs} epochs (best 18)" in training
+    assert "window 24, horizon 1" in md and "window auto" not in md
+
+
+def test_overview_baseline_scores_sit_under_the_axes_not_in_a_legend_title(tmp_path, arrays,
+                                                                           drawn):
+    t, actual, pred, w = arrays
+    ep = np.arange(1, 6)
+    names = {"naive": 0.2, "seasonal_naive": 0.3, "mean": 0.9, "ridge": 0.15, "ets": 0.16,
+             "theta": 0.17, "zeroshot": 0.25}
+    plots.overview(tmp_path / "o.png", epochs=ep, train_loss=1 / ep, val_loss=None, t=t,
+                   actual=actual, predicted=pred, weights=w, baselines=names, model_rmse=0.1,
+                   dpi=60)
+    texts = [x for ax in drawn[0] for x in ax["texts"] if x.startswith("baseline RMSE")]
+    assert len(texts) == 1
+    lines = texts[0].splitlines()
+    assert len(lines) == 3 and all(ln.count(",") <= 2 for ln in lines)   # 3 a line at most
+    assert "zeroshot 0.25" in texts[0]                                    # never cut
