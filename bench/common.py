@@ -135,3 +135,30 @@ def pipeline_metrics(params: dict, inputs: Path | None = None) -> dict:
     m = json.loads((work / "detail.json").read_text())
     shutil.rmtree(work)
     return m
+
+
+def timed(cmd: list[str], cwd: Path) -> tuple[float, dict[str, float], str]:
+    """Run ``cmd``; its wall seconds, each DVC stage's (from one "Running stage" line to the
+    next, or to the end) and its output (stdout and stderr)."""
+    import re
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    stages, current, since, lines = {}, None, t0, []
+    for line in proc.stdout:
+        lines.append(line)
+        m = re.match(r"Running stage '(?:competitions/dvc.yaml:)?([^']+)'", line)
+        if m:
+            now = time.perf_counter()
+            if current:
+                stages[current] = now - since
+            current, since = m.group(1), now
+        if line.startswith(("ERROR", "error")):
+            print(line.rstrip(), file=sys.stderr)
+    proc.wait()
+    end = time.perf_counter()
+    if current:
+        stages[current] = end - since
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n" + "".join(lines[-20:]))
+    return end - t0, stages, "".join(lines)

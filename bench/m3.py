@@ -16,42 +16,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "ITERATIVE_DO_NOT_TRACK": "1",
-       "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-
-
-def timed(cmd: list[str], cwd: Path) -> tuple[float, dict[str, float]]:
-    """Run ``cmd``; its wall seconds and each DVC stage's (from one "Running stage" line to
-    the next, or to the end)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=ENV, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    stages, current, since = {}, None, t0
-    for line in proc.stdout:
-        m = re.match(r"Running stage '(?:competitions/dvc.yaml:)?([^']+)'", line)
-        if m:
-            now = time.perf_counter()
-            if current:
-                stages[current] = now - since
-            current, since = m.group(1), now
-        if line.startswith(("ERROR", "error")):
-            print(line.rstrip(), file=sys.stderr)
-    proc.wait()
-    end = time.perf_counter()
-    if current:
-        stages[current] = end - since
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode})")
-    return end - t0, stages
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, timed  # noqa: E402
 
 
 def main() -> None:
@@ -82,7 +54,7 @@ def main() -> None:
                 node = node.setdefault(k, {})
             node[last] = yaml.safe_load(value)
         path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    whole, stages = timed(["dvc", "repro", "--force", "competitions/dvc.yaml"], work)
+    whole, stages, _ = timed(["dvc", "repro", "--force", "competitions/dvc.yaml"], work)
     print(f"\nwhole benchmark, from a clean cache: {whole / 60:.1f} min on {os.cpu_count()} "
           "CPU cores")
     for name, secs in stages.items():
@@ -91,7 +63,7 @@ def main() -> None:
     if args.model_only:
         cmd = ["dvc", "exp", "run", "competitions/dvc.yaml", "-S",
                f"competitions/params.yaml:{args.model_only}"]
-        secs, again = timed(cmd, work)
+        secs, again, _ = timed(cmd, work)
         print(f"\n`{' '.join(cmd)}`: {secs / 60:.1f} min, rerunning "
               + ", ".join(f"{n} ({s:.0f} s)" for n, s in again.items() if n != "pretrain"))
     print("\nthe run's leaderboard (competitions/m3/leaderboard.md):\n\n" + board)

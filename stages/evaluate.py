@@ -4,7 +4,8 @@ the baselines stage) on every series' test windows. No torch here.
 out: the headline metrics (a DVC metrics file: each forecaster's main scores), every score
 (metrics_detail.json, committed, not a DVC metric), one row per series (DVC-cached), every
 test window's first-step forecasts (DVC-cached) and the median series' last 1,000 of them
-(committed, plotted), the error by steps ahead and the intervals' coverage.
+(committed, plotted), the error by steps ahead and the intervals' coverage; and the blend's
+members and each series' weights (models/blend.json: what `attn-forecast forecast` blends).
 """
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ from attn_forecast.forecasters import saved  # noqa: E402
 from attn_forecast.io import CSV_DIGITS, rounded, write_csv, write_json  # noqa: E402
 from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
 from attn_forecast.pipeline.forecasting import baselines_record, check_data  # noqa: E402
-from attn_forecast.pipeline.scoring import check_fresh, score  # noqa: E402
+from attn_forecast.pipeline.scoring import blend_file, check_fresh, score  # noqa: E402
 
 OUTPUTS = ("metrics", "detail", "by_series", "predictions", "predictions_plot", "horizon",
-           "calibration")
+           "calibration", "blend")
 
 
 @naming(PARAMS_KEYS)
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> dict:
     out = tables(ev, store)
     for name in ("by_series", "predictions", "predictions_plot", "horizon", "calibration"):
         write_csv(getattr(args, name), out[name], digits=CSV_DIGITS)
+    write_json(args.blend, blend_file(params, store, season, ev))
     write_json(args.detail, rounded(ev.metrics))
     top = {**headline({n: ev.metrics[n] for n in ev.forecasts}), "n_test": ev.metrics["n_test"]}
     write_json(args.metrics, rounded(top))

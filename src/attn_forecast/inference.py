@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,9 @@ from .data.csv import FEATURE_PREFIX, read_table
 from .data.frequency import check_frame_regular, next_times
 from .data.scaling import fit_one
 from .errors import UserInputError, naming, run_cli
-from .io import write_csv
+from .forecasters.future import future
+from .forecasters.statistical import FitFailed
+from .io import read_json, write_csv
 from .model import checkpoint
 
 
@@ -136,6 +139,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--time-gaps", choices=["error", "allow"],
                     help="a time column must advance one step at a time (error) or may skip "
                     "(allow)" + saved)
+    ap.add_argument("--blend", help="the blend's members and weights the evaluate stage wrote "
+                    "(default: blend.json beside --model, models/blend.json in the pipeline); "
+                    "'' forecasts with the model alone")
     ap.add_argument("--steps", type=int, default=1, help="values to forecast (>= 1; default 1)")
     ap.add_argument("--out", default="forecast.csv", help="CSV to write (default forecast.csv)")
     return ap
@@ -166,6 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     ids = frame["id"].to_numpy()
     bounds = np.r_[np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]), len(ids)]
     parts, unseen, skipped, note, far = [], 0, [], "", []
+    blend, blend_lines = read_blend(args.blend, args.model), []
     for a, b in zip(bounds[:-1], bounds[1:]):
         sid, levels = str(ids[a]), frame["value"].to_numpy()[a:b]
         feats = frame[[FEATURE_PREFIX + f for f in meta["features"]]].to_numpy()[a:b] \
@@ -183,6 +190,10 @@ def main(argv: list[str] | None = None) -> None:
                 fs = _own_feature_scaler(meta, feats) if feats is not None else None
             values, quant = forecast_series(model, meta, levels, args.steps, scaler,
                                             frame["t"].to_numpy()[a:b], feats, fs)
+            if blend:
+                values, used = blended_future(blend, sid, values, levels, args.steps)
+                quant = None    # the model's quantiles are not the blend's
+                blend_lines.append(used)
         except UserInputError as err:   # one id that cannot be forecast: the others still are
             if len(bounds) == 2:
                 raise
@@ -216,6 +227,49 @@ def main(argv: list[str] | None = None) -> None:
         if unseen and read["id_column"] else ""
     print(f"forecast: {args.steps} step{'s' if args.steps > 1 else ''} after {what}{new} -> "
           f"{args.out}{note}")
+    if blend_lines:
+        print(f"forecast: the blend of the model and baselines refitted on each whole series: "
+              f"{blend_lines[0]}" + (f" (and {len(blend_lines) - 1} more series)"
+                                     if len(blend_lines) > 1 else ""))
+
+
+def read_blend(path: str | None, model_path: str) -> dict | None:
+    """The blend file (None: forecast with the model alone): ``path``, or blend.json beside
+    the checkpoint when there is one; a file without members (evaluate.blend []) is none."""
+    if path == "":
+        return None
+    file = Path(path) if path else Path(model_path).with_name("blend.json")
+    if not file.is_file():
+        if path:
+            raise UserInputError(f"--blend: file not found: {path}")
+        return None
+    blend = read_json(file)
+    return blend if blend.get("members") else None
+
+
+def blended_future(blend: dict, sid: str, model_values: np.ndarray, levels: np.ndarray,
+                   steps: int) -> tuple[np.ndarray, str]:
+    """The blend's next ``steps`` values of series ``sid``: the model's forecast and each
+    other member refitted on the whole series, weighted by the series' weights (a series
+    the training never saw: the mean weights); a member that cannot run here is left out and
+    the others reweighted. Returns the values and a line of what was used."""
+    members = blend["members"]
+    w = np.asarray(blend["series"].get(sid, [blend["mean"][m] for m in members]), dtype=float)
+    values, used, weights = [], [], []
+    for m, wm in zip(members, w):
+        if wm <= 0:
+            continue
+        try:
+            v = model_values if m == "model" else \
+                future(m, blend["season"], levels[np.isfinite(levels)], steps)
+        except FitFailed:
+            continue
+        values.append(v)
+        used.append(m)
+        weights.append(wm)
+    weights = np.asarray(weights) / np.sum(weights)
+    line = ", ".join(f"{m} {x:.2f}" for m, x in zip(used, weights))
+    return np.einsum("m,mk->k", weights, np.stack(values)), line
 
 
 FAR = 20.0   # training standard deviations: further than a trend carries a series

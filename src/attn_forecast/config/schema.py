@@ -174,6 +174,10 @@ class EvaluateParams(Section):
     # forecasters averaged into one more, named by their names: model+comb, model+ets+theta
     combinations: list[Annotated[str, Field(pattern=r"^\w+(\+\w+)+$")]] = \
         Field(default_factory=list)
+    # members of the blend: weights each series learns on its validation part; [] = none
+    # (the forecast command refits each on the whole series: the model and these baselines)
+    blend: list[Literal["model", "naive", "seasonal_naive", "naive2", "mean", "ses", "ets",
+                        "theta", "dot", "ces", "arima"]] = Field(default_factory=list)
 
 
 class BacktestParams(Section):

@@ -33,6 +33,7 @@ class Evaluation:
     quantiles: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (N, H, Q)
     taus: tuple = ()
     warnings: list[str] = field(default_factory=list)
+    blend: dict | None = None      # the blend's members and weights (pipeline.scoring)
 
 
 def units(store: Store) -> np.ndarray:
@@ -126,6 +127,9 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, conforma
         members = fs.forecasts["model"]["test"].members
         if members is not None and len(members) > 1:
             metrics["model_seeds"] = _seeds(members, lambda m: table_for({"m": m}))
+    if "blend" in fitted:   # the blend against each forecaster, its members among them
+        metrics["significance_blend"] = significance.compare(actual, points, H, "blend",
+                                                             unit=unit[sid])
     quant = model_intervals(fs, store, conformal, unit) if fs.taus else {}
     for name, q in quant.items():
         if metrics.get(name) is None:

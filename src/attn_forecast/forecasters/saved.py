@@ -68,4 +68,4 @@ def merge(*sets: ForecastSet) -> ForecastSet:
             if part in s.ends and not np.array_equal(s.ends[part], e):
                 raise ValueError(f"forecasts of different {part} windows")
     return ForecastSet(first.ends, {k: v for s in sets for k, v in s.forecasts.items()},
-                       first.taus, [w for s in sets for w in s.warnings], first.record)
+                       first.taus, [w for s in sets for w in s.warnings], dict(first.record))

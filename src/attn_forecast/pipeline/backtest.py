@@ -11,7 +11,7 @@ from ..data import splits
 from ..evaluation import significance
 from ..evaluation.backtest import aggregate
 from ..evaluation.scoring import evaluate, units
-from ..forecasters.combination import with_combinations
+from ..forecasters.combination import blends_of, with_combinations
 from ..forecasters.run import run
 from ..forecasters.saved import load, merge
 from ..forecasters.simple import Naive2
@@ -20,11 +20,13 @@ from .forecasting import check_data, parts, taus
 
 
 def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str | None = None,
-                extra: tuple = ()) -> tuple[dict, list[dict], list[str], list[str]]:
+                extra: tuple = (), blends: dict | None = None
+                ) -> tuple[dict, list[dict], list[str], list[str]]:
     """Score every fold: its model's forecasts (backtest_train's, in ``folds_dir``) and the
     baselines, fitted on the fold's training parts only, (and the forecasters ``extra``, a
-    benchmark's peers) on the fold's test windows. Returns backtest.json's content, one row
-    per fold of the headline score, the forecasters' names and the warnings."""
+    benchmark's peers, and ``blends``, its blends beside evaluate.blend's) on the fold's test
+    windows. Returns backtest.json's content, one row per fold of the headline score, the
+    forecasters' names and the warnings."""
     if not entries:
         return {"n_folds": 0}, [], [], []
     e = params.evaluate
@@ -36,7 +38,8 @@ def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str 
         base = run(fold, chosen + list(extra), parts(params), taus(params),
                    fallback=Naive2(season))
         model = load(Path(folds_dir) / entry["forecasts"])
-        fs = with_combinations(merge(model, base), e.combinations)
+        fs = with_combinations(merge(model, base), e.combinations, fold,
+                               {**blends_of(e.blend), **(blends or {})})
         ev = evaluate(fold, fs, noise_std=params.data.noise_std, conformal=e.conformal)
         warnings += [f"fold {entry['fold']}: {line}" for line in ev.warnings]
         fold_metrics.append(ev.metrics)
@@ -49,7 +52,10 @@ def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str 
             pooled.setdefault(n, []).append(f)
     out = aggregate(fold_metrics, names)
     joined = {n: np.concatenate(v) for n, v in pooled.items() if all(x is not None for x in v)}
-    out["significance"] = significance.compare(
-        joined.pop("actual"), {n: joined.get(n) for n in names}, store.horizon,
-        unit=joined.pop("unit"))
+    actual, unit = joined.pop("actual"), joined.pop("unit")
+    points = {n: joined.get(n) for n in names}
+    out["significance"] = significance.compare(actual, points, store.horizon, unit=unit)
+    if points.get("blend") is not None:
+        out["significance_blend"] = significance.compare(actual, points, store.horizon,
+                                                         "blend", unit=unit)
     return out, rows, names, warnings

@@ -17,11 +17,13 @@ from .forecasting import baselines_record, parts, taus
 def field_of(p: Params, season: int, features: bool, prior: str | None,
              jobs: int | None = None) -> tuple[list[Forecaster], dict[str, str]]:
     """The forecasters ``evaluate.baselines`` names (the zero-shot prior where it is named, in
-    its place), and those that cannot run here with the reason."""
+    its place) and the blend's other members, and those that cannot run here with the
+    reason."""
     from ..forecasters.zeroshot import ZeroShot
     e = p.evaluate
+    names = list(dict.fromkeys([*e.baselines, *(m for m in e.blend if m != "model")]))
     chosen, unavailable = baselines(
-        e.baselines, season=season, ridge_alpha=e.ridge_alpha, features=features,
+        names, season=season, ridge_alpha=e.ridge_alpha, features=features,
         jobs=cores() if jobs is None else jobs,
         given={"zeroshot": ZeroShot(prior)} if "zeroshot" in e.baselines else None)
     why = "auto: none found in the training parts" if e.season == "auto" else \

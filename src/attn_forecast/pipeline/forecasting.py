@@ -42,9 +42,11 @@ def taus(p: Params) -> tuple:
 
 
 def parts(p: Params) -> tuple:
-    """The parts whose windows every forecaster forecasts: the test part, and the
-    calibration part when intervals are calibrated on it."""
-    return ("test", "cal") if p.evaluate.conformal == "split" else ("test",)
+    """The parts whose windows every forecaster forecasts: the test part, the calibration
+    part when intervals are calibrated on it, and the validation part when the blend learns
+    its weights there."""
+    return ("test",) + (("cal",) if p.evaluate.conformal == "split" else ()) \
+        + (("val",) if p.evaluate.blend and p.prepare.val_frac > 0 else ())
 
 
 def baselines_record(p: Params, store, season: int) -> dict:

@@ -6,7 +6,7 @@ from ..config.schema import Params
 from ..data.store import Store
 from ..errors import UserInputError
 from ..evaluation.scoring import Evaluation, evaluate
-from ..forecasters.combination import with_combinations
+from ..forecasters.combination import blends_of, with_combinations
 from ..forecasters.saved import ForecastSet, merge
 
 
@@ -25,9 +25,23 @@ def check_fresh(fs: ForecastSet, base: ForecastSet, now: dict) -> None:
 def score(p: Params, store: Store, model: ForecastSet, base: ForecastSet) -> Evaluation:
     """The model's and the baselines' forecasts (and their combinations) scored on the test
     windows."""
-    fs = with_combinations(merge(model, base), p.evaluate.combinations)
+    fs = with_combinations(merge(model, base), p.evaluate.combinations, store,
+                           blends_of(p.evaluate.blend))
     ev = evaluate(store, fs, noise_std=p.data.noise_std, conformal=p.evaluate.conformal)
     ev.metrics["unavailable"] = base.record.get("unavailable", {})
+    if "blend" in fs.record:                # its members and mean weights (the line)
+        ev.blend = fs.record["blend"]
+        ev.metrics["blend_weights"] = {k: v for k, v in ev.blend.items() if k != "series"}
     if model.record.get("model"):
         ev.metrics["model_run"] = model.record["model"]   # what the train stage ran
     return ev
+
+
+def blend_file(p: Params, store: Store, season: int, ev: Evaluation) -> dict:
+    """What the forecast command blends: the members (refitted there on each whole series),
+    how the statistical ones are made (the season), each series' weights by id (a series the
+    training never saw takes their mean) and how they were learned; no members: no blend."""
+    blend = ev.blend or {}
+    return {"members": blend.get("members", []), "rule": blend.get("rule"),
+            "season": int(season), "mean": blend.get("mean", {}),
+            "series": blend.get("series", {})}

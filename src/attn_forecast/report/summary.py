@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..evaluation.significance import sentence
 
 META_KEYS = ("n_test", "n_series", "n_dropped", "significance", "model_seeds", "n_folds",
-             "unavailable", "sign_test", "model_run")
+             "unavailable", "sign_test", "model_run", "significance_blend", "blend_weights")
 ONE = ("rmse", "mae", "mase", "r2", "directional_accuracy", "skill_vs_naive", "signal_rmse")
 MANY = ("mase_mean", "mase_median", "rmse_mean", "rmse_median", "smape_mean", "beats_naive")
 
@@ -66,6 +66,9 @@ def backtest_markdown(bt: dict) -> list[str]:
         lines += ["", "The model against each baseline, over the windows of every fold "
                   "(Diebold-Mariano, HLN-corrected, squared error):", ""]
         lines += _significance(bt["significance"])
+    if bt.get("significance_blend"):
+        lines += ["", "The blend against each forecaster, over the windows of every fold:", ""]
+        lines += _significance(bt["significance_blend"])
     return lines
 
 
@@ -107,12 +110,17 @@ def summary_markdown(metrics: dict, settings: list[tuple[str, str]], kind: str =
         notes.append(f"The model is the mean of {len(seeds['values'])} seeds; their single "
                      f"{key.upper() if key == 'rmse' else key}s: {_cell(seeds['mean'])} "
                      f"+- {_cell(seeds['std'])}.")
+    if metrics.get("blend_weights"):
+        notes.append(f"blend: {metrics['blend_weights']['line']}.")
     notes += _intervals(metrics, names)
     if metrics.get("significance"):
         pooled = " (pooled over series, in units of each series' naive error)" if many else ""
         notes += ["", f"The model against each baseline on these windows{pooled} "
                   "(Diebold-Mariano, HLN-corrected, squared error):", ""]
         notes += _significance(metrics["significance"])
+    if metrics.get("significance_blend"):
+        notes += ["", "The blend against each forecaster, its members among them:", ""]
+        notes += _significance(metrics["significance_blend"])
     if backtest and backtest.get("n_folds"):
         notes += backtest_markdown(backtest)
     if shown and many:

@@ -517,3 +517,17 @@ def test_merge_keeps_the_order_and_refuses_other_windows():
     d.ends["cal"] = np.arange(1, 5)
     with pytest.raises(ValueError, match="different cal windows"):
         merge(a, d)
+
+
+@pytest.mark.parametrize("name", ["theta", "dot", "arima"])
+def test_the_theta_methods_and_arima_read_a_capped_history(name):
+    from attn_forecast.forecasters.statistical import HISTORY, make
+    rng = np.random.default_rng(4)
+    y = 50 + np.cumsum(rng.normal(0, 1, 1300))
+    origins = np.array([1000, 1250])
+    ours, _ = forecast_one(name, 0, y, 1000, origins, 2)
+    lib = make(name, 0)
+    lib.fit(y[:1000])
+    for row, o in zip(ours, origins):
+        np.testing.assert_allclose(row, lib.forward(y[o - HISTORY[name]:o], h=2)["mean"],
+                                   rtol=1e-12)
