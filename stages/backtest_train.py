@@ -23,7 +23,7 @@ from attn_forecast.data.store_io import profile  # noqa: E402
 from attn_forecast.errors import naming, run_cli  # noqa: E402
 from attn_forecast.io import read_json, write_json  # noqa: E402
 from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
-from attn_forecast.pipeline.forecasting import parts, taus  # noqa: E402
+from attn_forecast.pipeline.forecasting import taus  # noqa: E402
 
 
 @naming(PARAMS_KEYS)
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
             runs = [pool.submit(train_fold, args.prepared, e["cuts"], how["settings"],
                                 params.train, how["device"], str(out / e["file"]),
                                 str(out / e["forecasts"]), e["key"], how["threads"],
-                                taus(params), parts(params), how["prior"])
+                                taus(params), how["parts"], how["prior"])
                     for e in todo]
             for run in runs:
                 run.result()

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = pm.model_settings(p, store, season, args.pretrained)
     threads, _ = pm.threads_for(p, settings, int(store.counts("train").sum()), 1)
     model, results = pm.train(p, settings, store, dist, args.pretrained)
-    fs = run(store, [ModelForecaster(model, dist.device)], parts(p), taus(p),
+    fs = run(store, [ModelForecaster(model, dist.device)], parts(p, store), taus(p),
              record={"data": store.key()})
     save(args.out, fs, compressed=True)
     print(f"model@{args.subset}: {pm.summary(settings, model, results, store, dist, threads)}"

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     store = field_store(p, prof)
     season = check_data(p, store)
     named = "zeroshot" in p.evaluate.baselines
-    fs = run(store, [ZeroShot(args.pretrained)] if named else [], parts(p), taus(p),
+    fs = run(store, [ZeroShot(args.pretrained)] if named else [], parts(p, store), taus(p),
              fallback=Naive2(season))
     save(args.out, fs, compressed=True)
     print(f"zeroshot@{args.subset}: {'the prior on' if named else 'not asked for:'} "

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None):
                                  for k in ("epoch", "train_loss", "val_loss", "lr")}, CSV_DIGITS)
     ran = pm.run_record(settings, model, results, params, int(store.counts("train").sum()),
                         p.init)
-    fs = run(store, [ModelForecaster(model, dist.device)], parts(params), taus(params),
+    fs = run(store, [ModelForecaster(model, dist.device)], parts(params, store), taus(params),
              record={"data": store.key(), "model": ran})
     save(args.forecasts, fs)
     weights = explain.explain(model, store, fs.ends["test"], fs.forecasts["model"]["test"].point,

@@ -7,7 +7,8 @@ dialect and gap handling are saved in the checkpoint; every flag overrides its s
 applies each series' transform and scaler (a series the training knew: its training scaler;
 any other: one fitted on the history given now) and forecasts ``--steps`` values, feeding
 predictions back in when ``--steps`` exceeds the model's horizon. Writes ``step, time,
-forecast`` (and ``qXX`` columns of a quantile head for its first horizon), with ``id`` first
+forecast`` (and ``qXX`` columns of a quantile head for its first horizon; with a blend, the
+model's spread centred on the blend's forecast), with ``id`` first
 when the file has an id column; ``time`` continues the series' time at its inferred frequency.
 """
 from __future__ import annotations
@@ -191,8 +192,11 @@ def main(argv: list[str] | None = None) -> None:
             values, quant = forecast_series(model, meta, levels, args.steps, scaler,
                                             frame["t"].to_numpy()[a:b], feats, fs)
             if blend:
+                model_values = values
                 values, used = blended_future(blend, sid, values, levels, args.steps)
-                quant = None    # the model's quantiles are not the blend's
+                if quant is not None:   # the model's spread, centred on the blend's forecast
+                    H = min(len(quant), args.steps)
+                    quant = quant[:H] + (values[:H] - model_values[:H])[:, None]
                 blend_lines.append(used)
         except UserInputError as err:   # one id that cannot be forecast: the others still are
             if len(bounds) == 2:

@@ -172,6 +172,18 @@ def test_forecast_cli_on_the_csv(csv_built):
     # 25 days of a ~1 %/day walk stay within a factor of 3 of the last close
     last = csv_built.frame["close"].iloc[-1]
     assert (values > last / 3).all() and (values < last * 3).all()
+    # the real profile's blend: the command names it, and its quantiles surround its forecast
+    assert "the blend of the model and baselines" in res.stdout
+    head = fc.dropna(subset=["q10"])
+    assert len(head) and (head["q10"] <= head["forecast"]).all() \
+        and (head["forecast"] <= head["q90"]).all()
+    alone = _forecast(proj, "--model", "models/model.pt", "--csv", CSV_REL, "--steps", "25",
+                      "--blend", "", "--out", "fc-alone.csv")
+    assert alone.returncode == 0, alone.stderr
+    assert "blend" not in alone.stdout
+    model = pd.read_csv(proj.path / "fc-alone.csv")
+    assert list(model.columns) == list(fc.columns)
+    assert not np.allclose(model["forecast"], values)
 
 
 def _bad_model_files(proj) -> dict[str, Path]:

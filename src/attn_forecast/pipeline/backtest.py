@@ -35,7 +35,7 @@ def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str 
     for entry in entries:
         fold = store.refit(splits.Cuts.from_dict(entry["cuts"]))
         chosen, _ = field_of(params, season, fold.n_features > 0, prior)
-        base = run(fold, chosen + list(extra), parts(params), taus(params),
+        base = run(fold, chosen + list(extra), parts(params, fold), taus(params),
                    fallback=Naive2(season))
         model = load(Path(folds_dir) / entry["forecasts"])
         fs = with_combinations(merge(model, base), e.combinations, fold,

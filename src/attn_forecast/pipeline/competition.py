@@ -53,5 +53,5 @@ def statistical_field(p: Params, store: Store, season: int) -> ForecastSet:
     e = p.evaluate
     chosen, _ = baselines([n for n in e.baselines if n != "zeroshot"], season=season,
                           ridge_alpha=e.ridge_alpha, features=False, jobs=cores())
-    return run(store, chosen, parts(p), taus(p), baselines_record(p, store, season),
+    return run(store, chosen, parts(p, store), taus(p), baselines_record(p, store, season),
                fallback=Naive2(season))

@@ -37,6 +37,6 @@ def field(p: Params, store: Store, season: int, prior: str | None,
     forecasting the scored windows (with intervals when they are scored); Naive2 forecasts
     the series one cannot."""
     chosen, unavailable = field_of(p, season, store.n_features > 0, prior, jobs)
-    return run(store, chosen, parts(p), taus(p),
+    return run(store, chosen, parts(p, store), taus(p),
                {**baselines_record(p, store, season), "unavailable": unavailable},
                fallback=Naive2(season))

@@ -18,7 +18,7 @@ from ..training.batches import resolve_batch, to_device
 from ..training.loop import train_model
 from ..training.threads import choose_threads, set_threads, step_flops
 from .model import device, member_settings, model_settings, prior
-from .forecasting import check_data
+from .forecasting import check_data, parts
 
 
 def train_fold(prepared_dir: str, cuts: dict, settings, p, device: str, out: str,
@@ -45,7 +45,7 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
                ) -> tuple[list, list, dict]:
     """The backtest's folds as index entries (fold, files, key, cuts), those to train (their
     key changed since ``before``, file -> key, or their forecasts are not in ``out``) and how
-    to train them (settings, threads, jobs, device)."""
+    to train them (settings, threads, jobs, device, the parts to forecast)."""
     store = load(prepared)
     pp, bt = p.prepare, p.backtest
     cuts = folds(store, bt.folds, fold_size=bt.fold_size, train_size=bt.train_size, gap=bt.gap,
@@ -59,6 +59,7 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
     train = p.train.model_dump(exclude={"threads", "nproc", "device", "live"})
     if p.train.init == "pretrained":   # a new prior retrains every fold
         train["prior"] = sha256_file(prior_path)
+    train["parts"] = list(parts(p, store))   # the windows each fold's model forecasts
     entries = []
     for k, c in enumerate(cuts, 1):
         name = f"origin_{int(c.test_start[0])}"
@@ -69,4 +70,5 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
             or not (out / e["forecasts"]).is_file()]
     jobs = max(1, cores() // threads) if bt.jobs == "auto" else bt.jobs
     return entries, todo, {"settings": settings, "threads": threads, "jobs": jobs,
-                           "device": str(device(p.train)), "prior": prior_path}
+                           "device": str(device(p.train)), "prior": prior_path,
+                           "parts": train["parts"]}

@@ -41,17 +41,17 @@ def taus(p: Params) -> tuple:
                                         else ())
 
 
-def parts(p: Params) -> tuple:
+def parts(p: Params, store) -> tuple:
     """The parts whose windows every forecaster forecasts: the test part, the calibration
     part when intervals are calibrated on it, and the validation part when the blend learns
-    its weights there."""
+    its weights there (and ``store`` has one)."""
     return ("test",) + (("cal",) if p.evaluate.conformal == "split" else ()) \
-        + (("val",) if p.evaluate.blend and p.prepare.val_frac > 0 else ())
+        + (("val",) if p.evaluate.blend and store.counts("val").sum() > 0 else ())
 
 
 def baselines_record(p: Params, store, season: int) -> dict:
     """What the baselines are fitted with; the evaluate stage checks its own against it."""
     e = p.evaluate
     return {"baselines": list(e.baselines), "taus": list(taus(p)),
-            "ridge_alpha": e.ridge_alpha, "season": season, "parts": list(parts(p)),
+            "ridge_alpha": e.ridge_alpha, "season": season, "parts": list(parts(p, store)),
             "data": store.key()}
