@@ -271,6 +271,8 @@ def blended_future(blend: dict, sid: str, model_values: np.ndarray, levels: np.n
         values.append(v)
         used.append(m)
         weights.append(wm)
+    if not used:        # no member with weight could run on this series: the model alone
+        return np.asarray(model_values, dtype=float), "model 1.00 (no other member could run)"
     weights = np.asarray(weights) / np.sum(weights)
     line = ", ".join(f"{m} {x:.2f}" for m, x in zip(used, weights))
     return np.einsum("m,mk->k", weights, np.stack(values)), line

@@ -10,7 +10,7 @@ from conftest import PKG, imports, module_file
 
 LIBRARY = ("data", "model", "training", "forecasters", "evaluation", "report")
 # the order of the floors: a package may import those before it, never those after it
-FLOORS = ("errors", "io", "cpu", "data", "model", "training", "forecasters", "evaluation",
+FLOORS = ("errors", "io", "cpu", "progress", "data", "model", "training", "forecasters", "evaluation",
           "report", "config", "pipeline", "inference", "cli")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.store import Store
+from ..progress import Progress
 from .combination import Combination, combined
 from .protocol import Forecast
 from .saved import ForecastSet
@@ -47,17 +48,22 @@ def with_fallback(store: Store, fc: Forecast, ends: np.ndarray, fallback, name: 
 
 
 def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (),
-        record: dict | None = None, fallback=None) -> ForecastSet:
+        record: dict | None = None, fallback=None, progress: str | None = None
+        ) -> ForecastSet:
     """Fit every forecaster on the training parts and forecast the windows of ``parts`` (all
     at once). A forecaster that fits no series at all is None (n/a); the series one could
     not forecast get ``fallback``'s forecasts (default: Naive2 without a season, i.e. naive;
-    a competition passes Naive2 with its season, as the M4 rules did), counted and named."""
+    a competition passes Naive2 with its season, as the M4 rules did), counted and named.
+    ``progress``: the stage's name, to print which forecasters are done on a long run."""
     ends = {part: store.ends(part) for part in parts}
     every = np.concatenate(list(ends.values()))
     out: dict[str, dict[str, Forecast | None]] = {}
     warnings: list[str] = []
     fallback = fallback if fallback is not None else Naive2(1)
     fitted = False
+    fitting = [f for f in forecasters if not isinstance(f, Combination)]
+    bar = Progress(len(fitting), enabled=progress is not None,
+                   what=f"{progress}: forecasters fitted")
     for f in forecasters:
         if isinstance(f, Combination):
             out[f.name] = {part: combined(out, f, part) for part in ends}
@@ -67,6 +73,7 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
         warnings += fc.warnings
         if len(every) and np.isnan(fc.point).all():
             out[f.name] = dict.fromkeys(ends)
+            bar.step(fitting.index(f) + 1, f.name)
             continue
         if not np.isfinite(fc.point).all():
             if not fitted:
@@ -75,4 +82,6 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
             fc, lines = with_fallback(store, fc, every, fallback, f.name)
             warnings += lines
         out[f.name] = dict(zip(ends, _split(fc, [len(e) for e in ends.values()])))
+        bar.step(fitting.index(f) + 1, f.name)
+    bar.close()
     return ForecastSet(ends, out, tuple(taus), warnings, dict(record or {}))

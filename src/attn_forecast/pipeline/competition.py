@@ -36,9 +36,11 @@ def subset_params(path: str | Path, subset: str) -> tuple[Params, dict]:
 
 def field_store(p: Params, prof: dict) -> Store:
     """The subset's series for the field: every series with a value before its test part
-    (the statistical models read each series' whole history, not the model's windows)."""
+    (the statistical models read each series' whole history, not the model's windows; no
+    model reads this store, so the model's instance norm is not held against its window)."""
     pp = p.prepare.model_copy(update={"window": 1, "min_context": 0})
-    return prepared(p.model_copy(update={"prepare": pp}),
+    m = p.model.model_copy(update={"instance_norm": "none"})
+    return prepared(p.model_copy(update={"prepare": pp, "model": m}),
                     {"name": prof["profile"], "resolved": prof})
 
 
@@ -54,4 +56,4 @@ def statistical_field(p: Params, store: Store, season: int) -> ForecastSet:
     chosen, _ = baselines([n for n in e.baselines if n != "zeroshot"], season=season,
                           ridge_alpha=e.ridge_alpha, features=False, jobs=cores())
     return run(store, chosen, parts(p, store), taus(p), baselines_record(p, store, season),
-               fallback=Naive2(season))
+               fallback=Naive2(season), progress="field")

@@ -39,4 +39,4 @@ def field(p: Params, store: Store, season: int, prior: str | None,
     chosen, unavailable = field_of(p, season, store.n_features > 0, prior, jobs)
     return run(store, chosen, parts(p, store), taus(p),
                {**baselines_record(p, store, season), "unavailable": unavailable},
-               fallback=Naive2(season))
+               fallback=Naive2(season), progress="baselines")

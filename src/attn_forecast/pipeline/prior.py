@@ -11,7 +11,7 @@ from ..model.checkpoint import read
 from ..training.corpus import competition_train_parts
 from ..training.distributed import peak_rss_mib
 from ..training.pretrain import pretrain, summary
-from ..training.progress import Progress
+from ..progress import Progress
 
 # how a run executes, not what it learns: a change of these alone keeps the prior
 EXECUTION = ("device", "compile", "nproc", "threads", "live")

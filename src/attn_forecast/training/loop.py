@@ -25,7 +25,7 @@ from ..model.networks import Ensemble, build_model
 from ..model.settings import ModelSettings
 from .batches import Rows, WindowBatches, augment, move_unit, resolve_batch
 from .losses import PinballLoss, make_loss
-from .progress import Progress
+from ..progress import Progress
 
 
 def make_optimizer(model: nn.Module, p) -> torch.optim.Optimizer:

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from attn_forecast.evaluation.scoring import Evaluation
-from attn_forecast.pipeline.competition import subset_params
+from attn_forecast.pipeline.competition import field_store, model_store, subset_params
+from attn_forecast.pipeline.forecasting import check_data
 from attn_forecast.pipeline.leaderboard import leaderboard, markdown
 from conftest import ROOT
 
@@ -57,3 +58,13 @@ def test_a_subsets_params_are_the_competition_profiles():
     assert (p.model.instance_norm, p.model.pooling, p.prepare.window) == ("seasonal",
                                                                           "flatten", 56)
     assert p.prepare.horizon == "auto" and "comb" in p.evaluate.baselines
+
+
+@pytest.mark.parametrize("subset", ["yearly", "quarterly", "monthly", "other"])
+def test_every_subsets_field_and_model_data_prepare(subset):
+    """The field's store (window 1: whole histories) is not refused for the model's seasonal
+    norm (quarterly, monthly), and the model's store holds every series."""
+    p, prof = subset_params(ROOT / "competitions" / "params.yaml", subset)
+    field, model = field_store(p, prof), model_store(p, prof)
+    assert field.window == 1 and field.n_series == model.n_series > 0
+    assert check_data(p, field) == check_data(p, model)

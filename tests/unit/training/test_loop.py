@@ -32,7 +32,7 @@ from attn_forecast.config.load import parse_params
 from attn_forecast.config.schema import TrainParams
 from attn_forecast.errors import ParamsError
 from attn_forecast.pipeline.keys import PARAMS_KEYS
-from attn_forecast.training.progress import Progress
+from attn_forecast.progress import Progress
 from attn_forecast.data.long_table import Raw
 from attn_forecast.forecasters.neural import ModelForecaster
 from attn_forecast.training.batches import augment, move_unit, to_device
@@ -663,3 +663,18 @@ def test_the_side_inputs_training_reads_are_the_stores_rows():
     for k, end in enumerate(e.tolist()):
         assert np.array_equal(cin[k].numpy(), store.side[end - 14:end])
         assert np.array_equal(cout[k].numpy(), store.side[end:end + 3])
+
+
+def test_progress_counts_forecasters_fitted():
+    clock, out = _FakeClock(), io.StringIO()
+    bar = Progress(4, tty=False, after=3.0, every=5.0, stream=out, clock=clock,
+                   what="baselines: forecasters fitted")
+    for k, (name, seconds) in enumerate([("naive", 0.1), ("ets", 6.0), ("theta", 12.0),
+                                         ("arima", 30.0)], 1):
+        clock.now = seconds
+        bar.step(k, name)
+    lines = out.getvalue().splitlines()
+    # quiet while fast, then which are done and how long the rest may take; the last always
+    assert lines[0] == "baselines: forecasters fitted 2/4 (ets)  0:06 elapsed, 0:06 left"
+    assert lines[-1].startswith("baselines: forecasters fitted 4/4 (arima)  0:30 elapsed")
+    assert len(lines) == 3

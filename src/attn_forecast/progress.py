@@ -1,5 +1,5 @@
-"""Training progress on stderr: one overwritten line on a terminal, a line every few seconds in
-logs; short runs stay quiet."""
+"""Progress on stderr (training epochs, forecasters fitted): one overwritten line on a
+terminal, a line every few seconds in logs; short runs stay quiet."""
 from __future__ import annotations
 
 import math
@@ -44,6 +44,11 @@ class Progress:
         if done < total:
             self._show(epoch - 1 + done / total,
                        f"{self.what} {epoch}/{self.epochs}, {done:,}/{total:,} windows")
+
+    def step(self, done: int, label: str) -> None:
+        """After ``done`` of ``epochs`` units of work (a forecaster fitted), ``label`` the
+        last one."""
+        self._show(done, f"{self.what} {done}/{self.epochs} ({label})", final=done == self.epochs)
 
     def _show(self, epochs_done: float, text: str, final: bool = False) -> None:
         now = self.clock()
