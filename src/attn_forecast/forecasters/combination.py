@@ -17,7 +17,7 @@ import numpy as np
 from .protocol import Forecast
 from .saved import ForecastSet
 
-TRIM = 2.0   # a member whose validation MSE exceeds this many times the best gets no weight
+TRIM = 3.0   # a member whose validation MSE exceeds this many times the best gets no weight
 RULE = f"inverse validation MSE, members within {TRIM:g}x the best"
 
 

@@ -1,5 +1,5 @@
 """The blend: each series' weights learned on its validation part only (inverse MSE over the
-members within 2x the best), applied to every part; the test part never read; and the
+members within 3x the best), applied to every part; the test part never read; and the
 forecast command's members refitted on a whole series."""
 from __future__ import annotations
 
