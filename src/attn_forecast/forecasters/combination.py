@@ -113,7 +113,10 @@ def learn_blend(fs: ForecastSet, store, members: list[str], trim: float = TRIM,
 
 
 def blended(fs: ForecastSet, store, blend: Blend) -> dict[str, Forecast]:
-    """The blend's forecast of every part: each window's members weighted by its series'."""
+    """The blend's forecast of every part: each window's members weighted by its series'.
+    Where the model is a member with quantiles, the blend's are the model's spread moved to
+    centre on the blend's point (scored, or calibrated on the calibration part, like every
+    forecaster's; the forecast command writes the same)."""
     out = {}
     for part, ends in fs.ends.items():
         got = [fs.forecasts[m].get(part) for m in blend.members]
@@ -122,7 +125,10 @@ def blended(fs: ForecastSet, store, blend: Blend) -> dict[str, Forecast]:
             continue
         w = blend.weights[store.series_of(ends)]                       # (N, M)
         point = np.einsum("nm,mnh->nh", w, np.stack([f.point for f in got]))
-        out[part] = Forecast(point, failed=_failed(got))
+        model = got[blend.members.index("model")] if "model" in blend.members else None
+        quant = None if model is None or model.quantiles is None else \
+            model.quantiles + (point - model.point)[..., None]
+        out[part] = Forecast(point, quant, failed=_failed(got))
     return out
 
 

@@ -113,3 +113,20 @@ def test_a_statistical_members_future_is_statsforecasts_own_forecast_of_the_whol
     y = 10 + np.cumsum(rs.normal(0, 1, 80))
     own = AutoETS(season_length=1).forecast(y, h=3)["mean"]
     np.testing.assert_allclose(future("ets", 1, y, 3), own, rtol=1e-9)
+
+
+def test_the_blends_quantiles_are_the_models_spread_centred_on_the_blend():
+    """With the model a member (here naive's forecast with quantiles in the model's place),
+    the blend's quantiles keep the model's spread around the blend's own point, so its
+    intervals are scored (or calibrated) like every forecaster's."""
+    store = _store()
+    fs = run(store, [Naive(), Mean()], ("test", "val"), taus=(0.1, 0.5, 0.9))
+    fs.forecasts["model"] = fs.forecasts.pop("naive")
+    fs = with_combinations(fs, [], store, blends_of(["model", "mean"]))
+    model, blend = fs.forecasts["model"]["test"], fs.forecasts["blend"]["test"]
+    np.testing.assert_allclose(blend.quantiles - blend.point[..., None],
+                               model.quantiles - model.point[..., None])
+    assert not np.allclose(blend.point, model.point)
+    alone = with_combinations(run(store, [Naive(), Mean()], ("test", "val")), [], store,
+                              blends_of(["naive", "mean"]))
+    assert alone.forecasts["blend"]["test"].quantiles is None   # no model: no quantiles
