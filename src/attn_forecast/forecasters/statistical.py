@@ -46,6 +46,7 @@ MAX_ARIMA_SEASON = 24
 # each origin's forecast reads the last this many values (ETS's filter starts from its fitted
 # initial states: it reads the whole history)
 HISTORY = {"theta": 1000, "dot": 1000, "arima": 1000}
+MIN_ORIGINS = 200   # a series' origins are split among processes in parts of at least this many
 
 
 class FitFailed(Exception):
@@ -126,30 +127,41 @@ class Stat:
         sid = store.series_of(ends)
         point = np.full((len(ends), H), np.nan)
         quant = np.full((len(ends), H, len(taus)), np.nan) if taus else None
-        tasks, rows = [], []
-        for i in np.unique(sid):
+        series = np.unique(sid)
+        # fewer series than processes (one long series): each series' origins split among
+        # them, every part fitting the same parameters (the fit is deterministic)
+        split = self.jobs // len(series) if 0 < len(series) < self.jobs else 1
+        tasks, rows, owner = [], [], []
+        for i in series:
             a = int(store.offsets[i]) + int(store.cuts.train_start[i])
             b = int(store.offsets[i + 1])
             r = np.flatnonzero(sid == i)
             fit_end = int(store.offsets[i]) + int(store.cuts.val_start[i]) - a
-            tasks.append((self.name, self.season, np.asarray(store.levels[a:b]), fit_end,
-                          ends[r] - a, H, levels))
-            rows.append(r)
+            for part in np.array_split(r, max(1, min(split, len(r) // MIN_ORIGINS))):
+                tasks.append((self.name, self.season, np.asarray(store.levels[a:b]), fit_end,
+                              ends[part] - a, H, levels))
+                rows.append(part)
+                owner.append(i)
         if self.jobs > 1 and len(tasks) > 1:
             with _pool(min(self.jobs, len(tasks))) as pool:
                 results = list(pool.map(_task, tasks, chunksize=max(1, len(tasks) // 64)))
         else:
             results = [_task(t) for t in tasks]
-        failed = []
-        for r, i, (mean, bands, err) in zip(rows, np.unique(sid), results):
+        failed = {}
+        for r, i, (mean, bands, err) in zip(rows, owner, results):
             if err is not None:
-                failed.append(f"'{store.ids[i]}' ({err})")
+                failed.setdefault(i, f"'{store.ids[i]}' ({err})")
                 continue
             point[r] = mean
             if taus:
                 quant[r] = mean[..., None]
                 for (lo_i, hi_i, pct) in pairs:
                     quant[r, :, lo_i], quant[r, :, hi_i] = bands[pct]
+        for i in failed:     # a series fails as a whole, whichever of its parts failed
+            point[sid == i] = np.nan
+            if taus:
+                quant[sid == i] = np.nan
         notes = [f"warning: {self.name} could not be fitted on {len(failed)} of "
-                 f"{len(tasks)} series (first: {failed[0]})"] if failed else []
+                 f"{len(series)} series (first: {next(iter(failed.values()))})"] \
+            if failed else []
         return Forecast(point, quant, warnings=notes)

@@ -16,7 +16,8 @@ from attn_forecast.forecasters.run import run
 from attn_forecast.forecasters.saved import ForecastSet, load, merge, save
 from attn_forecast.forecasters.simple import Mean, Naive, SeasonalNaive
 from attn_forecast.forecasters.registry import Unavailable, baselines
-from attn_forecast.forecasters.statistical import STAT_FORECASTERS, FitFailed, Stat, forecast_one
+from attn_forecast.forecasters.statistical import (MIN_ORIGINS, STAT_FORECASTERS, FitFailed, Stat,
+                                                  forecast_one)
 from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 
@@ -406,6 +407,19 @@ def test_stat_in_worker_processes_equals_one_process():
     ends = s.ends("test")
     one = Stat("theta", 12, jobs=1).forecast(s, ends, TAUS)
     two = Stat("theta", 12, jobs=2).forecast(s, ends, TAUS)
+    np.testing.assert_array_equal(one.point, two.point)
+    np.testing.assert_array_equal(one.quantiles, two.quantiles)
+
+
+@pytest.mark.parametrize("name", ["arima", "ets"])
+def test_one_long_series_split_among_processes_equals_one_process(name):
+    """Fewer series than processes: a series' origins are split among them (each part
+    fitting the same parameters), and the forecasts are those of one process, bit for bit."""
+    s = _store([_series(1000, seed=31)], window=4, horizon=2, test=0.45)
+    ends = s.ends("test")
+    assert len(ends) >= 2 * MIN_ORIGINS
+    one = Stat(name, 12, jobs=1).forecast(s, ends, TAUS)
+    two = Stat(name, 12, jobs=2).forecast(s, ends, TAUS)
     np.testing.assert_array_equal(one.point, two.point)
     np.testing.assert_array_equal(one.quantiles, two.quantiles)
 
