@@ -545,3 +545,15 @@ def test_the_theta_methods_and_arima_read_a_capped_history(name):
     for row, o in zip(ours, origins):
         np.testing.assert_allclose(row, lib.forward(y[o - HISTORY[name]:o], h=2)["mean"],
                                    rtol=1e-12)
+
+
+def test_arima_fits_on_the_last_values_of_a_long_training_part():
+    from attn_forecast.forecasters.statistical import FIT_HISTORY, HISTORY, make
+    rng = np.random.default_rng(5)
+    y = 50 + np.cumsum(rng.normal(0, 1, 1400))
+    ours, _ = forecast_one("arima", 0, y, 1300, np.array([1300, 1350]), 2)
+    lib = make("arima", 0)
+    lib.fit(y[1300 - FIT_HISTORY["arima"]:1300])          # not y[:1300]
+    for row, o in zip(ours, (1300, 1350)):
+        np.testing.assert_allclose(row, lib.forward(y[o - HISTORY["arima"]:o], h=2)["mean"],
+                                   rtol=1e-12)
