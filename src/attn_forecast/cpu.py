@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
 import sys
+import threading
 
 PINS = {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}
 # numpy 2.x names for its AVX-512 dispatch targets (older names are ignored)
@@ -55,12 +57,21 @@ def pins(flags: set[str] | None = None, machine: str | None = None) -> dict[str,
     return out
 
 
+def _starting(signum, frame) -> None:
+    print("\ninterrupted while starting; nothing written", file=sys.stderr)
+    sys.exit(130)
+
+
 def pin() -> dict[str, str]:
     """Set the pins in this process's environment (children inherit them); returns them.
 
     Leaves out what comes too late to take effect (numpy's and OpenBLAS's pins once numpy is
-    loaded, torch's once torch is), and everything when ``ATTN_FORECAST_NATIVE_CPU=1``.
+    loaded, torch's once torch is), and everything when ``ATTN_FORECAST_NATIVE_CPU=1``. Also,
+    as the first thing a stage or the command runs: Ctrl-C while it imports numpy and torch
+    ends it with one line (``run_cli`` hands Ctrl-C back to Python when its work begins).
     """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _starting)
     if os.environ.get("ATTN_FORECAST_NATIVE_CPU") == "1":
         return {}
     chosen = pins()

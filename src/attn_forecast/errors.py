@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import re
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 
 
@@ -82,6 +84,8 @@ class Interrupted(KeyboardInterrupt):
 
 def run_cli(main: Callable[[list[str] | None], object], argv: list[str] | None = None
             ) -> None:
+    if threading.current_thread() is threading.main_thread():   # cpu.pin's start-up handler off
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         main(argv)
     except UserInputError as err:

@@ -41,6 +41,7 @@ def test_only_path_and_columns_get_the_real_data_defaults(user_csv):
     for said in ("prepare.val_frac 0.1", "model.instance_norm seasonal",
                  "train.init pretrained", "train.patience 10"):
         assert said in line, line
+    assert "keeps its own model.* architecture" in line    # the profile's model keys: not used
     meta = json.loads((proj.path / "data/prepared/store.json").read_text())
     assert meta["auto"]["profile"]["name"] == "real"
     assert meta["auto"]["profile"]["resolved"]["values"]["train.init"] == "pretrained"

@@ -178,7 +178,11 @@ def report(store: Store, p: Params, profile: str, chosen: dict) -> tuple[list[st
     if chosen:
         adjusted = auto.get("adjusted", {})
         lines.append(f"prepare: auto for {profile} data (data.kind {d.kind}): "
-                     + ", ".join(f"{k} {adjusted.get(k, v)}" for k, v in chosen.items()))
+                     + ", ".join(f"{k} {adjusted.get(k, v)}" for k, v in chosen.items())
+                     + ("; the prior, fine-tuned, keeps its own model.* architecture and norm"
+                        " (train prints the model that ran)"
+                        if p.train.init == "pretrained" and any(k.startswith("model.")
+                                                                for k in chosen) else ""))
     lines.append(f"prepare: season of the training parts: {auto['season']['season'] or 'none'}"
                  f" ({auto['season']['reason']})"
                  + (f"; window {store.window} ({auto['window']['reason']})"
