@@ -1,8 +1,9 @@
-"""The ``attn-forecast`` command: ``forecast`` (the default), ``export`` and ``params``.
+"""The ``attn-forecast`` command: ``forecast`` (the default), ``export``, ``params`` and ``tune``.
 
     attn-forecast forecast --model models/model.pt --csv data/raw/series.csv --steps 20
     attn-forecast export --model models/model.pt --format onnx --out model.onnx
     attn-forecast params --resolved     # every key of params.yaml, with what each auto became
+    attn-forecast tune                  # the search of competitions/tune/space.yaml (Optuna)
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 
 from .errors import run_cli
 
-COMMANDS = ("forecast", "export", "params")
+COMMANDS = ("forecast", "export", "params", "tune")
 
 
 def params_main(argv: list[str] | None = None) -> None:
@@ -55,6 +56,10 @@ def cli(argv: list[str] | None = None) -> None:
     pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
     if command == "params":
         run_cli(params_main, rest)
+        return
+    if command == "tune":
+        from .pipeline.search import main as tune_main
+        run_cli(tune_main, rest)
         return
     if command == "export":
         from .model.export import main

@@ -96,10 +96,12 @@ def threads_for(p: Params, settings, n_train: int, world: int) -> tuple[int, str
     return threads, full_batch_warning(settings, n_train, batch)
 
 
-def train(p: Params, settings, store, dist, prior_path: str | None = None) -> tuple:
+def train(p: Params, settings, store, dist, prior_path: str | None = None,
+          watch=None) -> tuple:
     """Build and fit the model on the store's training windows in this process of the run
     (``dist``), logging every epoch through DVCLive with ``train.live``; the process group is
-    closed at the end. Returns the model and each member's FitResult."""
+    closed at the end. Returns the model and each member's FitResult. ``watch(row, member)``:
+    see :func:`train_model`."""
     from ..training.live import epoch_logger
     data, live = to_device(store, dist.device), None
     init = prior(prior_path, store, p) if p.train.init == "pretrained" else None
@@ -108,7 +110,7 @@ def train(p: Params, settings, store, dist, prior_path: str | None = None) -> tu
         return train_model(member_settings(p, settings), data["z"], data["train"],
                            data["val"], p.train, dist.device, wrap=dist.wrapper(p.train.compile),
                            rank=dist.rank, world=dist.world, cal=data["side"], on_epoch=live,
-                           rows=data["rows"], init=init)
+                           rows=data["rows"], init=init, watch=watch)
     finally:
         dist.close()
         if live is not None:

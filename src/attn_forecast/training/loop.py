@@ -257,20 +257,38 @@ def fit_windows(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor
     return res
 
 
+def _watched(on_epoch: Callable[[dict], None] | None,
+             watch: Callable[[dict, nn.Module], None] | None, model: nn.Module
+             ) -> Callable[[dict], None] | None:
+    """``on_epoch``, then ``watch`` given the model too."""
+    if watch is None:
+        return on_epoch
+
+    def both(row: dict) -> None:
+        if on_epoch is not None:
+            on_epoch(row)
+        watch(row, model)
+    return both
+
+
 def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Tensor,
                 train_ends: torch.Tensor, val_ends: torch.Tensor, p, device: torch.device,
                 wrap: Callable[[nn.Module], nn.Module] | None = None,
                 progress: bool | None = None, rank: int = 0, world: int = 1,
                 cal: torch.Tensor | None = None,
                 on_epoch: Callable[[dict], None] | None = None, rows: Rows | None = None,
-                init: nn.Module | None = None) -> tuple[nn.Module, list[FitResult]]:
+                init: nn.Module | None = None,
+                watch: Callable[[dict, nn.Module], None] | None = None
+                ) -> tuple[nn.Module, list[FitResult]]:
     """Build and fit the model: ``p.ensemble`` members per settings (several settings: an
     ensemble over their windows, the longest first) with seeds ``p.seed``, ``p.seed + 1``,
     ...; their mean is the forecast. Each member starts from its own seed, so member 0 is
     exactly the single model of ``ensemble: 1``. ``wrap`` makes a member's forward-pass module
     (torch.compile, DistributedDataParallel). ``on_epoch`` sees the first member's epochs (the
     history CSV's). ``init``: every member starts from a copy of this model's weights (the
-    prior, fine-tuned) instead of random ones; the seeds then differ in batch order only."""
+    prior, fine-tuned) instead of random ones; the seeds then differ in batch order only.
+    ``watch(row, member)`` sees the first member after each of its epochs, with the member
+    itself (a search scoring it to prune a trial: it may raise to end the run)."""
     import copy
     kinds = settings if isinstance(settings, list) else [settings]
     members, results = [], []
@@ -283,7 +301,8 @@ def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Ten
         results.append(fit_windows(model, series, train_ends, val_ends, member_p, cal=cal,
                                    rows=rows, step_model=wrap(model) if wrap else None,
                                    progress=progress, rank=rank, world=world,
-                                   on_epoch=on_epoch if i == 0 else None,
+                                   on_epoch=_watched(on_epoch, watch, model) if i == 0
+                                   else None,
                                    keep_start=init is not None))
         members.append(model)
     return (members[0] if len(members) == 1 else Ensemble(members)), results

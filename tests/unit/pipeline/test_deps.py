@@ -12,10 +12,10 @@ STAGES = ["pretrain", "generate", "prepare", "baselines", "train", "evaluate",
           "backtest_train", "backtest_evaluate", "render"]
 
 
-def _competition() -> dict[str, dict]:
-    """The competition pipeline's stages (a foreach stage: its ``do``), by name."""
+def _competition(pipeline: str = "competitions/dvc.yaml") -> dict[str, dict]:
+    """A competition pipeline's stages (a foreach stage: its ``do``), by name."""
     import yaml
-    spec = yaml.safe_load((ROOT / "competitions" / "dvc.yaml").read_text())["stages"]
+    spec = yaml.safe_load((ROOT / pipeline).read_text())["stages"]
     return {name: st.get("do", st) for name, st in spec.items()}
 
 
@@ -24,7 +24,8 @@ def _script(stage: dict) -> str:
 
 
 ALL = [(s, dvc_spec()["stages"][s]) for s in STAGES] + \
-    [(f"competitions:{k}", v) for k, v in _competition().items()]
+    [(f"competitions:{k}", v) for k, v in _competition().items()] + \
+    [(f"tune:{k}", v) for k, v in _competition("competitions/tune/dvc.yaml").items()]
 
 
 @pytest.mark.parametrize("stage, spec", ALL, ids=[a for a, _ in ALL])

@@ -678,3 +678,31 @@ def test_progress_counts_forecasters_fitted():
     assert lines[0] == "baselines: forecasters fitted 2/4 (ets)  0:06 elapsed, 0:06 left"
     assert lines[-1].startswith("baselines: forecasters fitted 4/4 (arima)  0:30 elapsed")
     assert len(lines) == 3
+
+
+def test_watch_sees_the_first_member_after_each_epoch_and_may_end_the_run():
+    """A search's hook: called with the epoch's row and the member itself (so it can score
+    it); raising from it ends training there (a pruned trial)."""
+    z, tr, _, _ = _data(_store([_sine()]))
+    s = ModelSettings(window=W, d_model=8, ffn_dim=16)
+    p = _p(epochs=4, lr=0.01, seed=7)
+    seen, rows = [], []
+
+    def watch(row, member):
+        seen.append((row["epoch"], member))
+
+    model, res = train_model(s, z, tr, NO_VAL, p, torch.device("cpu"), progress=False,
+                             on_epoch=rows.append, watch=watch)
+    assert [e for e, _ in seen] == [1, 2, 3, 4] and all(m is model for _, m in seen)
+    assert rows == res[0].history                     # on_epoch still sees every row
+
+    class Stop(Exception):
+        pass
+
+    def prune(row, member):
+        if row["epoch"] == 2:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train_model(s, z, tr, NO_VAL, p.model_copy(update={"ensemble": 2}),
+                    torch.device("cpu"), progress=False, watch=prune)
