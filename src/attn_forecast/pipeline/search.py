@@ -82,10 +82,12 @@ def make_study(space: Space, storage_url: str):
                                load_if_exists=True)
 
 
-def taken(study) -> int:
-    """Trials finished or under way (a failed one does not count: it is run again)."""
+def taken(study, upto: int | None = None) -> int:
+    """Trials finished or under way (a failed one does not count: it is run again); with
+    ``upto``, those numbered up to it (two workers asking at once: the later one is surplus)."""
     from optuna.trial import TrialState
     return sum(t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+               and (upto is None or t.number <= upto)
                for t in study.get_trials(deepcopy=False))
 
 
@@ -182,6 +184,10 @@ def tune(space: Space, root: Path, storage: str | None = None, trials: int | Non
     print(f"tune {space.study}: {taken(study)} of {space.trials} trials taken, storage {url}")
     while taken(study) < space.trials:
         trial = study.ask()
+        if taken(study, upto=trial.number) > space.trials:   # another worker took the last
+            trial.set_user_attr("surplus", True)
+            study.tell(trial, state=TrialState.FAIL)
+            break
         t0 = time.perf_counter()
         log = root / space.path.parent / LOG_DIR / f"{space.study}-{trial.number:03d}.log"
         try:

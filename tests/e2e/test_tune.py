@@ -1,0 +1,188 @@
+"""End-to-end: ``attn-forecast tune`` on a copy of the project, with the real Optuna and the
+real ``dvc exp run``. Each test builds its own copy; the search runs the project's search
+pipeline (competitions/tune/dvc.yaml) on M3's "other" subset with a tiny model and a few
+optimizer steps, so a trial takes seconds.
+
+- Two workers on one journal file finish one study: every trial is run once (none lost,
+  none twice), each is a DVC experiment that ``dvc exp show`` lists with its sMAPE, and the
+  best is written as the trial params file.
+- A Ctrl-C'd search keeps its finished trials, queues the interrupted one again, and the same
+  command resumes the study to its size.
+- A bad search file or a pipeline git does not hold: one line, exit 2, no trial run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import optuna
+import pytest
+import yaml
+
+from conftest import ROOT, Project, kill_processes_under
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+SPACE = {"study": "e2e", "storage": "competitions/tune/study.journal", "trials": 4,
+         "direction": "minimize", "pipeline": "competitions/tune/dvc.yaml",
+         "params": "competitions/tune/params.yaml",
+         "metric": {"file": "competitions/tune/score.json", "key": "smape"},
+         "sampler": {"name": "random", "seed": 3}, "pruner": {"name": "none"},
+         "best": "competitions/tune/best.yaml",
+         "apply": "competitions/dvc.yaml@competitions/params.yaml:other",
+         "space": {"train.lr": {"low": 0.0005, "high": 0.01, "log": True},
+                   "model.d_model": {"choices": [8, 16]}}}
+TRIAL = {"subset": "other", "prepare": {"window": 24},
+         "model": {"d_model": 8, "ffn_dim": 16, "n_layers": 1, "lookbacks": []},
+         "train": {"max_steps": 6, "batch_size": 128, "threads": 1}, "evaluate": {}}
+
+
+@pytest.fixture
+def searchable(project: Project) -> Project:
+    """The project copy with the search pipeline, a tiny trial and a 4-trial search file,
+    committed; the prior in DVC's cache, as a clone's `make repro` leaves it (a --temp
+    experiment restores its deps from the cache)."""
+    dest = project.path / "competitions"
+    (dest / "tune").mkdir(parents=True)
+    shutil.copy2(ROOT / "competitions" / "params.yaml", dest / "params.yaml")
+    for name in ("dvc.yaml", ".gitignore"):
+        shutil.copy2(ROOT / "competitions" / "tune" / name, dest / "tune" / name)
+    (dest / "tune" / "params.yaml").write_text(yaml.safe_dump(TRIAL, sort_keys=False))
+    (dest / "tune" / "space.yaml").write_text(yaml.safe_dump(SPACE, sort_keys=False))
+    project.run(["dvc", "commit", "-f", "-q", "pretrain"], check=True)
+    project.git_commit("the search pipeline")
+    return project
+
+
+def _tune(proj: Project, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return proj.run(["attn-forecast", "tune", "--space", "competitions/tune/space.yaml",
+                     *args], timeout=timeout)
+
+
+def _study(proj: Project) -> optuna.Study:
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+    storage = JournalStorage(JournalFileBackend(
+        str(proj.path / "competitions" / "tune" / "study.journal")))
+    return optuna.load_study(study_name="e2e", storage=storage)
+
+
+def _experiments(proj: Project) -> dict[str, float]:
+    """Each experiment `dvc exp show` lists, by name, with its sMAPE."""
+    res = proj.run(["dvc", "exp", "show", "--json"], timeout=180, check=True)
+    out = {}
+    for rev in json.loads(res.stdout):
+        for exp in rev.get("experiments") or []:
+            for e in exp.get("revs", []):
+                data = e.get("data") or {}
+                metrics = (data.get("metrics") or {}).get("competitions/tune/score.json", {})
+                out[exp.get("name") or e.get("name")] = metrics.get("data", {}).get("smape")
+    return out
+
+
+def test_two_workers_on_one_storage_finish_one_study(searchable):
+    proj = searchable
+    logs = [open(proj.path / f"worker{i}.log", "w+") for i in (0, 1)]
+    workers = [proj.popen(["attn-forecast", "tune", "--space", "competitions/tune/space.yaml"],
+                          log) for log in logs]
+    try:
+        codes = [w.wait(timeout=900) for w in workers]
+    finally:
+        kill_processes_under(proj.path)
+    text = [(proj.path / f"worker{i}.log").read_text() for i in (0, 1)]
+    assert codes == [0, 0], text
+    study = _study(proj)
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(done) == 4, [(t.number, t.state) for t in study.trials]
+    lost = [t for t in study.trials if t.state != optuna.trial.TrialState.COMPLETE
+            and not t.user_attrs.get("surplus")]
+    assert not lost, lost
+    # both workers took trials; each trial was run once, by one of them
+    ran = [ln for t in text for ln in t.splitlines() if ln.startswith("tune e2e: trial ")]
+    assert len(ran) == 4 and all(any("trial" in ln for ln in t.splitlines()) for t in text)
+    names = {t.user_attrs["experiment"] for t in done}
+    assert len(names) == 4
+    # each trial is an experiment dvc exp show lists, with the value the study holds
+    shown = _experiments(proj)
+    for t in done:
+        assert shown[t.user_attrs["experiment"]] == pytest.approx(t.value, rel=1e-4)
+    # the best one is written as the trial params file, and named with how to apply it
+    best = min(done, key=lambda t: t.value)
+    written = yaml.safe_load((proj.path / "competitions/tune/best.yaml").read_text())
+    assert written["subset"] == "other"
+    assert written["train"]["lr"] == best.params["train.lr"]
+    assert written["model"]["d_model"] == best.params["model.d_model"]
+    assert f"dvc exp apply {best.user_attrs['experiment']}" in "".join(text)
+    # the workspace is as committed: trials ran in temporary copies
+    status = proj.run(["git", "status", "--porcelain", "--untracked-files=no"], check=True)
+    assert status.stdout.strip() == "", status.stdout
+
+
+def test_an_interrupted_search_keeps_its_trials_and_resumes(searchable):
+    proj = searchable
+    SPACE3 = {**SPACE, "trials": 3}
+    (proj.path / "competitions/tune/space.yaml").write_text(yaml.safe_dump(SPACE3))
+    proj.git_commit("three trials")
+    log = open(proj.path / "tune.log", "w+")
+    # a new session, as a terminal's job: Ctrl-C reaches the search and its dvc together
+    proc = subprocess.Popen(["attn-forecast", "tune", "--space",
+                             "competitions/tune/space.yaml"], cwd=proj.path, env=proj.env,
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.time() + 600
+        while "trial 0 (1/3)" not in (proj.path / "tune.log").read_text():
+            assert proc.poll() is None and time.time() < deadline, \
+                (proj.path / "tune.log").read_text()
+            time.sleep(0.5)
+        time.sleep(3)                                  # trial 1 under way
+        os.killpg(proc.pid, signal.SIGINT)
+        rc = proc.wait(timeout=120)
+    finally:
+        kill_processes_under(proj.path)
+    out = (proj.path / "tune.log").read_text()
+    assert rc == 130, out
+    assert "interrupted in trial 1: it is queued again; 1 finished trials are kept" in out
+    assert "Traceback" not in out, out
+    study = _study(proj)
+    states = {t.number: t.state for t in study.trials}
+    assert states[0] == optuna.trial.TrialState.COMPLETE
+    assert states[1] == optuna.trial.TrialState.FAIL
+    interrupted = study.trials[1].params
+    # the same command resumes: the interrupted trial's settings first, up to 3 finished
+    res = _tune(proj)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "1 of 3 trials taken" in res.stdout
+    study = _study(proj)
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(done) == 3 and done[0].number == 0
+    assert done[1].params == interrupted
+    assert set(t.user_attrs["experiment"] for t in done) <= set(_experiments(proj))
+
+
+@pytest.mark.parametrize("edit, words", [
+    ({"trials": 0}, "'trials' must be >= 1"),
+    ({"space": {"lr": {"low": 1, "high": 2}}}, "a key must be <section>.<name>"),
+    ({"pipeline": "competitions/tune/nope.yaml"}, "competitions/tune/nope.yaml does not exist"),
+])
+def test_a_bad_search_file_is_one_line_and_runs_nothing(searchable, edit, words):
+    proj = searchable
+    (proj.path / "competitions/tune/space.yaml").write_text(yaml.safe_dump({**SPACE, **edit}))
+    res = _tune(proj, timeout=120)
+    assert res.returncode == 2 and words in res.stderr, res.stderr
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+    assert not (proj.path / "competitions/tune/study.journal").exists()
+
+
+def test_a_pipeline_git_does_not_hold_is_refused_before_any_trial(searchable):
+    proj = searchable
+    proj.run(["git", "rm", "-q", "--cached", "competitions/tune/dvc.yaml"], check=True)
+    proj.run(["git", "commit", "-q", "-m", "the pipeline left out of git"], check=True)
+    res = _tune(proj, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "competitions/tune/dvc.yaml is not in git" in res.stderr
+    assert "git add competitions/tune/dvc.yaml" in res.stderr
