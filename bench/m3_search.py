@@ -27,7 +27,7 @@ import numpy as np
 
 ROOT = Path.cwd()                      # the project whose study and experiments these are
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from attn_forecast.pipeline.search import experiment_metric, make_study, overrides  # noqa: E402
+from attn_forecast.search import experiment_metric, make_study, overrides  # noqa: E402
 from attn_forecast.pipeline.tuning import read_space  # noqa: E402
 
 

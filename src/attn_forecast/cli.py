@@ -58,7 +58,7 @@ def cli(argv: list[str] | None = None) -> None:
         run_cli(params_main, rest)
         return
     if command == "tune":
-        from .pipeline.search import main as tune_main
+        from .search import main as tune_main
         run_cli(tune_main, rest)
         return
     if command == "export":

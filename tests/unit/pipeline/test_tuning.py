@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from attn_forecast.errors import ParamsError, UserInputError
-from attn_forecast.pipeline import search, tuning
+from attn_forecast import search
+from attn_forecast.pipeline import tuning
 from conftest import ROOT
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

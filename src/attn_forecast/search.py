@@ -29,8 +29,8 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import UserInputError
-from .tuning import TRIAL_ENV, Space, open_storage, read_space, suggest, trial_params
+from .errors import UserInputError
+from .pipeline.tuning import TRIAL_ENV, Space, open_storage, read_space, suggest, trial_params
 
 LOG_DIR = "logs"            # beside the search file: one log per trial (git-ignored)
 MAX_FAILED_IN_A_ROW = 3
