@@ -1,7 +1,8 @@
 """``attn-forecast tune``: an Optuna study whose every trial is a DVC experiment.
 
     attn-forecast tune --space competitions/tune/space.yaml      # the study's file
-    attn-forecast tune --space ... --storage sqlite:///tune.db    # a storage several reach
+    attn-forecast tune --storage sqlite:///competitions/tune/study.db   # a database
+    attn-forecast tune --storage postgresql://host/db   # one study, workers on many machines
 
 Each trial asks the study for settings, runs ``dvc exp run --temp <pipeline> -S <params>:
 <key>=<value> ... -n <study>-<number>`` (a temporary copy: the workspace is never touched, and
@@ -19,18 +20,21 @@ written as a params file (``best``) and printed as the ``dvc exp`` commands that
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import yaml
 
 from .errors import UserInputError
-from .pipeline.tuning import TRIAL_ENV, Space, open_storage, read_space, suggest, trial_params
+from .pipeline.tuning import (TRIAL_ENV, Space, make_pruner, open_storage, read_space,
+                              suggest, trial_params)
 
 LOG_DIR = "logs"            # beside the search file: one log per trial (git-ignored)
 MAX_FAILED_IN_A_ROW = 3
@@ -52,34 +56,45 @@ def overrides(space: Space, values: dict) -> list[str]:
     return [f"{space.params}:++{k}={_value(v)}" for k, v in values.items()]
 
 
-def experiment_metric(root: Path, name: str, space: Space) -> dict:
-    """The metrics file of experiment ``name``, from its commit (refs/exps/.../<name>)."""
-    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)", "refs/exps/"],
-                          cwd=root, capture_output=True, text=True, check=True).stdout.split()
-    ref = next((r for r in refs if r.rsplit("/", 1)[-1] == name), None)
-    if ref is None:
-        raise UserInputError(f"experiment {name} was not saved")
+def experiment_metric(root: Path, name: str, space: Space, base: str) -> dict:
+    """The metrics file of experiment ``name`` run from commit ``base``
+    (refs/exps/<base[:2]>/<base[2:]>/<name>: an older experiment of that name is not it)."""
+    ref = f"refs/exps/{base[:2]}/{base[2:]}/{name}"
     out = subprocess.run(["git", "show", f"{ref}:{space.metric_file}"], cwd=root,
                          capture_output=True, text=True)
     if out.returncode:
-        raise UserInputError(f"experiment {name} has no {space.metric_file}")
-    return json.loads(out.stdout)
+        raise UserInputError(f"experiment {name} was not saved with {space.metric_file}")
+    try:
+        return json.loads(out.stdout)
+    except ValueError:
+        raise UserInputError(f"experiment {name}: {space.metric_file} is not JSON") from None
+
+
+def head(root: Path) -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                          text=True, check=True).stdout.strip()
 
 
 def make_study(space: Space, storage_url: str):
+    """The study, created or joined. The sampler's seed is the search file's for the first
+    worker of a fresh study (the same search again draws the same trials); a worker that joins
+    a study with trials offsets it by their count and its process, so two workers, or a
+    resumed search, never repeat each other's draws. TPE's constant liar keeps workers apart
+    after the random start too."""
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    s = space.sampler
-    sampler = optuna.samplers.RandomSampler(seed=s.get("seed")) if s.get("name") == "random" \
-        else optuna.samplers.TPESampler(seed=s.get("seed"),
-                                        n_startup_trials=int(s.get("startup", 8)))
-    p = space.pruner
-    pruner = optuna.pruners.NopPruner() if p.get("name") == "none" else \
-        optuna.pruners.MedianPruner(n_startup_trials=int(p.get("startup", 5)),
-                                    n_warmup_steps=int(p.get("warmup", 1)))
-    return optuna.create_study(study_name=space.study, storage=open_storage(storage_url),
-                               sampler=sampler, pruner=pruner, direction=space.direction,
-                               load_if_exists=True)
+    storage = open_storage(storage_url)
+    study = optuna.create_study(study_name=space.study, storage=storage,
+                                pruner=make_pruner(space.pruner), direction=space.direction,
+                                load_if_exists=True)
+    s, n = space.sampler, len(study.get_trials(deepcopy=False))
+    seed = s.get("seed")
+    if seed is not None and n:
+        seed = int(seed) + 7919 * n + os.getpid()
+    study.sampler = optuna.samplers.RandomSampler(seed=seed) if s.get("name") == "random" \
+        else optuna.samplers.TPESampler(seed=seed, n_startup_trials=int(s.get("startup", 8)),
+                                        constant_liar=True)
+    return study
 
 
 def taken(study, upto: int | None = None) -> int:
@@ -99,18 +114,19 @@ def best_line(study) -> str:
     return f"best {b.value:.4g} (trial {b.number})"
 
 
-def run_trial(root: Path, space: Space, study, trial, storage_url: str, log: Path
+def run_trial(root: Path, space: Space, trial, values: dict, storage_url: str, log: Path
               ) -> tuple[str, dict]:
     """One trial as a DVC experiment; returns its name and metrics."""
-    values = suggest(trial, space.space)
     name = f"{space.study}-{trial.number:03d}"
     trial.set_user_attr("experiment", name)
+    base = head(root)
     cmd = [sys.executable, "-m", "dvc", "exp", "run", "--temp", "-f", "-n", name,
            space.pipeline] + [a for kv in overrides(space, values) for a in ("-S", kv)]
     env = {**os.environ, TRIAL_ENV: json.dumps({"storage": storage_url, "study": space.study,
-                                                 "trial": trial.number})}
+                                                 "trial": trial.number,
+                                                 "pruner": space.pruner})}
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as fh:
+    with open(log, "w") as fh, heartbeat(trial):
         fh.write("$ " + " ".join(cmd[2:]) + "\n")
         fh.flush()
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=fh, stderr=subprocess.STDOUT)
@@ -122,7 +138,42 @@ def run_trial(root: Path, space: Space, study, trial, storage_url: str, log: Pat
     if rc:
         tail = [ln for ln in log.read_text().splitlines() if ln.strip()][-1:]
         raise UserInputError(f"dvc exp run exited {rc}: {tail[0] if tail else ''} (log: {log})")
-    return name, experiment_metric(root, name, space)
+    return name, experiment_metric(root, name, space, base)
+
+
+@contextlib.contextmanager
+def heartbeat(trial):
+    """While a trial runs: its heartbeat, where the storage keeps them (a database), so a
+    worker that dies leaves a trial that the next ``fail_stale_trials`` fails (and retries)."""
+    storage = trial.study._storage
+    interval = storage.get_heartbeat_interval() \
+        if hasattr(storage, "get_heartbeat_interval") else None
+    if not interval:
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.is_set():
+            storage.record_heartbeat(trial._trial_id)
+            stop.wait(interval)
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _fail(study, trial) -> None:
+    """Mark a trial failed, unless it already ended (a tell that failed half way)."""
+    from optuna.trial import TrialState
+    if trial is None:
+        return
+    with contextlib.suppress(Exception):
+        if study._storage.get_trial(trial._trial_id).state == TrialState.RUNNING:
+            study.tell(trial, state=TrialState.FAIL)
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -173,6 +224,7 @@ def tune(space: Space, root: Path, storage: str | None = None, trials: int | Non
          ) -> int:
     """Take trials of the study until it holds ``trials`` finished or running ones; returns
     the trials this worker ran."""
+    import optuna
     from optuna.trial import TrialState
     if storage:
         space.storage = storage
@@ -182,40 +234,54 @@ def tune(space: Space, root: Path, storage: str | None = None, trials: int | Non
     study = make_study(space, url)
     ran = failed_in_a_row = 0
     print(f"tune {space.study}: {taken(study)} of {space.trials} trials taken, storage {url}")
-    while taken(study) < space.trials:
-        trial = study.ask()
-        if taken(study, upto=trial.number) > space.trials:   # another worker took the last
-            trial.set_user_attr("surplus", True)
-            study.tell(trial, state=TrialState.FAIL)
+    while True:
+        optuna.storages.fail_stale_trials(study)     # a dead worker's (database storage)
+        if taken(study) >= space.trials:
             break
-        t0 = time.perf_counter()
-        log = root / space.path.parent / LOG_DIR / f"{space.study}-{trial.number:03d}.log"
+        trial = None
         try:
-            name, m = run_trial(root, space, study, trial, url, log)
+            trial = study.ask()
+            if taken(study, upto=trial.number) > space.trials:   # another worker took the last
+                trial.set_user_attr("surplus", True)
+                study.tell(trial, state=TrialState.FAIL)
+                break
+            t0 = time.perf_counter()
+            log = root / space.path.parent / LOG_DIR / f"{space.study}-{trial.number:03d}.log"
+            values = suggest(trial, space.space)
+            name, m = run_trial(root, space, trial, values, url, log)
+            value = float(m[space.metric])
+            pruned = bool(m.get("pruned"))
+            if pruned:
+                study.tell(trial, state=TrialState.PRUNED)
+            else:
+                study.tell(trial, value)
         except KeyboardInterrupt:
-            study.tell(trial, state=TrialState.FAIL)
-            study.enqueue_trial(trial.params)   # the next worker (or resume) runs it again
-            print(f"\ninterrupted in trial {trial.number}: it is queued again; "
-                  f"{sum(t.state == TrialState.COMPLETE for t in study.get_trials())} finished "
-                  f"trials are kept in {url}; the same command resumes", file=sys.stderr)
+            again = trial is not None and set(trial.params) == set(space.space)
+            if trial is not None:
+                _fail(study, trial)
+                if again:
+                    study.enqueue_trial(trial.params)   # the next worker (or resume) runs it
+            done = sum(t.state == TrialState.COMPLETE for t in study.get_trials())
+            where = f"in trial {trial.number}" if trial is not None else "between trials"
+            print(f"\ninterrupted {where}" + (": it is queued again" if again else "")
+                  + f"; {done} finished trials are kept in {url}; the same command resumes",
+                  file=sys.stderr)
             sys.exit(130)
-        except UserInputError as err:
-            study.tell(trial, state=TrialState.FAIL)
+        except (UserInputError, KeyError, TypeError, ValueError) as err:
+            _fail(study, trial)
             failed_in_a_row += 1
-            print(f"tune {space.study}: trial {trial.number} failed: {err}", file=sys.stderr)
+            what = str(err) if isinstance(err, UserInputError) else \
+                f"its metrics have no number {space.metric!r} ({type(err).__name__}: {err})"
+            print(f"tune {space.study}: trial {trial.number if trial else '?'} failed: {what}",
+                  file=sys.stderr)
             if failed_in_a_row >= MAX_FAILED_IN_A_ROW:
                 raise UserInputError(f"{failed_in_a_row} trials in a row failed; the last: "
-                                     f"{err}") from None
+                                     f"{what}") from None
             continue
         failed_in_a_row, ran = 0, ran + 1
-        value = float(m[space.metric])
         settings = " ".join(f"{k}={_short(v)}" for k, v in trial.params.items())
-        if m.get("pruned"):
-            study.tell(trial, state=TrialState.PRUNED)
-            what = f"pruned at epoch {m.get('epochs')} ({space.metric} {value:.4g})"
-        else:
-            study.tell(trial, value)
-            what = f"{space.metric} {value:.4g}"
+        what = f"pruned at epoch {m.get('epochs')} ({space.metric} {value:.4g} there)" \
+            if pruned else f"{space.metric} {value:.4g}"
         print(f"tune {space.study}: trial {trial.number} ({taken(study)}/{space.trials}) "
               f"{settings}: {what}, {best_line(study)}, {time.perf_counter() - t0:.0f} s "
               f"[{name}]", flush=True)

@@ -63,9 +63,9 @@ def _tune(proj: Project, *args: str, timeout: float = 600) -> subprocess.Complet
                      *args], timeout=timeout)
 
 
-def _study(proj: Project) -> optuna.Study:
+def _study(proj: Project, url: str | None = None) -> optuna.Study:
     from optuna.storages.journal import JournalFileBackend, JournalStorage
-    storage = JournalStorage(JournalFileBackend(
+    storage = url or JournalStorage(JournalFileBackend(
         str(proj.path / "competitions" / "tune" / "study.journal")))
     return optuna.load_study(study_name="e2e", storage=storage)
 
@@ -83,26 +83,39 @@ def _experiments(proj: Project) -> dict[str, float]:
     return out
 
 
-def test_two_workers_on_one_storage_finish_one_study(searchable):
+@pytest.mark.parametrize("storage", ["journal", "sqlite"])
+def test_two_workers_on_one_storage_finish_one_study(searchable, storage):
+    """The second worker joins once the first has a trial under way, as a second terminal
+    would; with a database (sqlite) the trials also send heartbeats."""
     proj = searchable
+    url = [] if storage == "journal" else ["--storage", "sqlite:///competitions/tune/study.db"]
     logs = [open(proj.path / f"worker{i}.log", "w+") for i in (0, 1)]
-    workers = [proj.popen(["attn-forecast", "tune", "--space", "competitions/tune/space.yaml"],
-                          log) for log in logs]
+    cmd = ["attn-forecast", "tune", "--space", "competitions/tune/space.yaml", *url]
+    workers = [proj.popen(cmd, logs[0])]
     try:
+        deadline = time.time() + 300
+        while not (proj.path / "competitions/tune/logs/e2e-000.log").exists():
+            assert workers[0].poll() is None and time.time() < deadline, \
+                (proj.path / "worker0.log").read_text()
+            time.sleep(0.2)
+        workers.append(proj.popen(cmd, logs[1]))
         codes = [w.wait(timeout=900) for w in workers]
     finally:
         kill_processes_under(proj.path)
     text = [(proj.path / f"worker{i}.log").read_text() for i in (0, 1)]
     assert codes == [0, 0], text
-    study = _study(proj)
+    study = _study(proj, None if storage == "journal"
+                   else f"sqlite:///{proj.path}/competitions/tune/study.db")
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(done) == 4, [(t.number, t.state) for t in study.trials]
+    # no two trials drew the same settings (the joining worker's sampler is its own)
+    assert len({tuple(sorted(t.params.items())) for t in done}) == 4, [t.params for t in done]
     lost = [t for t in study.trials if t.state != optuna.trial.TrialState.COMPLETE
             and not t.user_attrs.get("surplus")]
     assert not lost, lost
     # both workers took trials; each trial was run once, by one of them
-    ran = [ln for t in text for ln in t.splitlines() if ln.startswith("tune e2e: trial ")]
-    assert len(ran) == 4 and all(any("trial" in ln for ln in t.splitlines()) for t in text)
+    ran = [[ln for ln in t.splitlines() if ln.startswith("tune e2e: trial ")] for t in text]
+    assert len(ran[0]) + len(ran[1]) == 4 and ran[0] and ran[1], text
     names = {t.user_attrs["experiment"] for t in done}
     assert len(names) == 4
     # each trial is an experiment dvc exp show lists, with the value the study holds
@@ -135,11 +148,11 @@ def test_an_interrupted_search_keeps_its_trials_and_resumes(searchable):
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + 600
-        while "trial 0 (1/3)" not in (proj.path / "tune.log").read_text():
+        trial1 = proj.path / "competitions/tune/logs/e2e-001.log"
+        while not (trial1.exists() and "Running stage" in trial1.read_text()):
             assert proc.poll() is None and time.time() < deadline, \
                 (proj.path / "tune.log").read_text()
-            time.sleep(0.5)
-        time.sleep(3)                                  # trial 1 under way
+            time.sleep(0.2)                            # trial 1 under way: its stage runs
         os.killpg(proc.pid, signal.SIGINT)
         rc = proc.wait(timeout=120)
     finally:

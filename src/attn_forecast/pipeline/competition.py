@@ -22,15 +22,18 @@ SUBSETS = {"m3": ("yearly", "quarterly", "monthly", "other"),
 
 
 def subset_params(path: str | Path, subset: str, overrides: dict | None = None,
-                  holdout: str | None = None) -> tuple[Params, dict]:
+                  holdout: str | None = None, competition: str | None = None
+                  ) -> tuple[Params, dict]:
     """One subset's params: ``data.kind competition`` with the competition and holdout of the
     competition pipeline's params file, every other key auto (so the competition profile's:
     that file's ``all``, then the subset's section); and its profile. ``overrides``: params
     sections whose keys replace those (a search's trial: ``{"train": {"lr": 0.002}}``);
-    ``holdout``: instead of the file's."""
+    ``holdout``, ``competition``: instead of the file's (M1 and Tourism take M3's settings of
+    the same subset)."""
     path = Path(path)
     c = read_yaml(path) or {}
-    raw = {"data": {"kind": "competition", "competition": c.get("competition", "m3"),
+    raw = {"data": {"kind": "competition",
+                    "competition": competition or c.get("competition", "m3"),
                     "subset": subset, "holdout": holdout or c.get("holdout", "test")}}
     raw.update({k: dict(v) for k, v in (overrides or {}).items() if k != "data"})
     root = path.resolve().parent.parent          # the project: competitions/ lies in it

@@ -112,12 +112,47 @@ def markdown(board: dict, subsets: list[str], names: list[str], command: str,
             if t:
                 lines.append(f"- {s}, {n}: better on {t['wins']} of {t['n']} series "
                              f"({100 * t['share']:.1f} %), p = {t['p_value']:.2g}")
+    if holdout == "test" and every:
+        lines += ["", "Targets (sMAPE, the mean over all forecasts):", ""] + targets(board, subsets)
     failed = [f"{n} on {board[s][n]['n_failed']} {s}" for s in subsets for n in names
               if (board[s].get(n) or {}).get("n_failed")]
     lines += ["", "Series where Naive2 stood in for a member that could not be fitted: "
               + (", ".join(failed) if failed else "none") + ".", "",
-              f"Reproduce: `{command}`", ""]
+              "Settings: competitions/params.yaml, chosen on the validation cuts only (the "
+              "search: `attn-forecast tune`, competitions/tune/; every run that chose them: "
+              "bench/README.md, M3).", "", f"Reproduce: `{command}`", ""]
     return "\n".join(lines)
+
+
+def targets(board: dict, subsets: list[str]) -> list[str]:
+    """The competition's targets, each met or missed: the model alone below Theta (published
+    and this project's) on every subset and over all, at or below N-BEATS over all, and
+    ``model+comb`` below the deep ensemble."""
+    published = dict(zip(["yearly", "quarterly", "monthly", "other", "all"], PUBLISHED[0][1:6]))
+    cols = list(subsets) + ["all"]
+
+    def v(col: str, name: str):
+        return (board.get(col, {}).get(name) or {}).get("smape")
+
+    def verdict(ok: bool) -> str:
+        return "**met**" if ok else "missed"
+    out = []
+    for ref, label in (("published", "Theta (published)"), ("theta", "Theta (this project)")):
+        pairs = [(c, v(c, "model"), published.get(c) if ref == "published" else v(c, "theta"))
+                 for c in cols]
+        pairs = [(c, m, t) for c, m, t in pairs if m is not None and t is not None]
+        cells = ", ".join(f"{c} {m:.2f} vs {t:.2f}" for c, m, t in pairs)
+        out.append(f"- the model below {label} on every subset and over all: "
+                   f"{verdict(all(m < t for _, m, t in pairs))} ({cells})")
+    m, nb = v("all", "model"), PUBLISHED[2][5]
+    if m is not None:
+        out.append(f"- the model at or below N-BEATS ({nb:.2f}) over all: "
+                   f"{verdict(m <= nb)} ({m:.2f})")
+    mc, deep = v("all", "model+comb"), PUBLISHED[3][5]
+    if mc is not None:
+        out.append(f"- model+comb below the deep ensemble ({deep:.2f}) over all: "
+                   f"{verdict(mc < deep)} ({mc:.2f})")
+    return out
 
 
 def horizons_of(evaluations: dict[str, Evaluation]) -> dict[str, int]:

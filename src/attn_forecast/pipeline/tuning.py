@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -17,11 +18,14 @@ from typing import Any, Callable
 from ..errors import ParamsError, UserInputError
 from ..config.load import read_yaml
 
-TRIAL_ENV = "ATTN_FORECAST_TRIAL"   # {"storage", "study", "trial"}: what a trial reports to
+TRIAL_ENV = "ATTN_FORECAST_TRIAL"   # {"storage", "study", "trial", "pruner"}: what a trial
+                                    # reports to
+HEARTBEAT_S = 60                    # a database storage: a worker silent 3x this is dead
 SECTIONS = ("prepare", "model", "train", "evaluate")   # the sections a trial may set
 SAMPLERS = ("tpe", "random")
 PRUNERS = ("median", "none")
 DIRECTIONS = ("minimize", "maximize")
+STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 @dataclass
@@ -44,7 +48,10 @@ class Space:
     apply: str = ""
 
     def storage_url(self, root: Path) -> str:
-        """The storage as an absolute URL or path (a trial runs in another folder)."""
+        """The storage as an absolute URL or path (a trial runs in another folder): a journal
+        file's path, or a URL, a relative ``sqlite:///file.db`` made absolute."""
+        if self.storage.startswith("sqlite:///") and not self.storage[10:].startswith("/"):
+            return "sqlite:///" + str((root / self.storage[10:]).resolve())
         return self.storage if "://" in self.storage else str((root / self.storage).resolve())
 
 
@@ -76,6 +83,8 @@ def distribution(key: str, spec: Any, where: str) -> dict:
     if not nums or not lo < hi:
         raise ParamsError(f"{where}: space.{key} needs numbers low < high, got low {lo!r}, "
                           f"high {hi!r}")
+    if spec.get("log") and spec.get("step") is not None:
+        raise ParamsError(f"{where}: space.{key} takes log: true or a step, not both")
     if spec.get("log") and lo <= 0:
         raise ParamsError(f"{where}: space.{key} with log: true needs low > 0, got {lo!r}")
     return dict(spec)
@@ -112,14 +121,21 @@ def read_space(path: str | Path) -> Space:
         if key.split(".")[0] not in SECTIONS or key.count(".") != 1:
             raise ParamsError(f"{where}: space.{key}: a key must be <section>.<name> of one of "
                               f"{SECTIONS}")
+    study = _need(raw, "study", str, where)
+    if not STUDY_NAME.fullmatch(study) or ".." in study:
+        raise ParamsError(f"{where}: 'study' names each trial's experiment, so it may hold "
+                          f"only letters, digits, '.', '_' and '-', got {study!r}")
     sampler, pruner = raw.get("sampler") or {}, raw.get("pruner") or {}
+    for name, v in (("sampler", sampler), ("pruner", pruner)):
+        if not isinstance(v, dict):
+            raise ParamsError(f"{where}: '{name}' must be a mapping (name: ...), got {v!r}")
     if sampler.get("name", "tpe") not in SAMPLERS:
         raise ParamsError(f"{where}: sampler.name must be one of {SAMPLERS}, got "
                           f"{sampler.get('name')!r}")
     if pruner.get("name", "median") not in PRUNERS:
         raise ParamsError(f"{where}: pruner.name must be one of {PRUNERS}, got "
                           f"{pruner.get('name')!r}")
-    return Space(path=path, study=_need(raw, "study", str, where),
+    return Space(path=path, study=study,
                  storage=_need(raw, "storage", str, where), trials=trials, direction=direction,
                  pipeline=_need(raw, "pipeline", str, where),
                  params=_need(raw, "params", str, where), metric_file=metric["file"],
@@ -145,18 +161,31 @@ def suggest(trial, space: dict[str, dict]) -> dict[str, Any]:
     return out
 
 
+def make_pruner(spec: dict):
+    """The search file's pruner: ``median`` (Optuna's MedianPruner: a trial whose score at an
+    epoch is worse than the median of earlier trials' at that epoch stops there, after
+    ``startup`` finished trials, and never in its first ``warmup`` epochs) or ``none``."""
+    import optuna
+    if spec.get("name") == "none":
+        return optuna.pruners.NopPruner()
+    # epochs count from 1; Optuna prunes from step n_warmup_steps on
+    return optuna.pruners.MedianPruner(n_startup_trials=int(spec.get("startup", 5)),
+                                       n_warmup_steps=int(spec.get("warmup", 1)) + 1)
+
+
 def open_storage(where: str):
-    """An Optuna storage: a URL (``sqlite:///study.db``, ``postgresql://...``: a database with
-    a heartbeat, so a trial whose worker died is retried) or a journal file (a path: Optuna's
-    JournalFileBackend, which locks the file, so workers on one machine or on a shared file
-    system share it)."""
+    """An Optuna storage: a URL (``sqlite:////abs/study.db``, ``postgresql://...``: a database
+    with a heartbeat, which the search records while a trial runs, so a trial whose worker died
+    is failed and run again once) or a journal file (a path: Optuna's JournalFileBackend, which
+    locks the file, so workers on one machine or on a shared file system share it)."""
     import optuna
     from optuna.storages.journal import JournalFileBackend, JournalStorage
     if "://" in where:
         try:
             return optuna.storages.RDBStorage(
-                where, heartbeat_interval=60, grace_period=180,
-                failed_trial_callback=optuna.storages.RetryFailedTrialCallback(max_retry=1))
+                where, heartbeat_interval=HEARTBEAT_S, grace_period=3 * HEARTBEAT_S,
+                heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(
+                    max_retry=1))
         except Exception as err:  # noqa: BLE001  (the driver's own message, one line)
             raise UserInputError(f"cannot open the study storage {where!r}: "
                                  f"{str(err).splitlines()[0]}") from None
@@ -182,7 +211,8 @@ def trial_watch(score: Callable[[Any], float]) -> Callable[[dict, Any], None] | 
     import optuna
     d = json.loads(spec)
     storage = open_storage(d["storage"])
-    study = optuna.load_study(study_name=d["study"], storage=storage)
+    study = optuna.load_study(study_name=d["study"], storage=storage,
+                              pruner=make_pruner(d.get("pruner") or {}))
     trial_id = storage.get_trial_id_from_study_id_trial_number(
         storage.get_study_id_from_name(d["study"]), int(d["trial"]))
     trial = optuna.trial.Trial(study, trial_id)

@@ -226,6 +226,9 @@ def fit(model: nn.Module, batches, p, *, validate: Callable[[], float] | None = 
     except KeyboardInterrupt:
         bar.close()
         raise Interrupted(f"interrupted at epoch {epoch} of {epochs}") from None
+    except Exception:       # a watch that ends the run (a pruned trial), or a bug
+        bar.close()
+        raise
     bar.close()
     res.seconds = time.perf_counter() - t0
     res.windows_per_s = n * len(res.history) / res.seconds if res.seconds > 0 else 0.0

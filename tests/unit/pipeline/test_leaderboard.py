@@ -68,3 +68,24 @@ def test_every_subsets_field_and_model_data_prepare(subset):
     field, model = field_store(p, prof), model_store(p, prof)
     assert field.window == 1 and field.n_series == model.n_series > 0
     assert check_data(p, field) == check_data(p, model)
+
+
+def test_the_targets_say_met_only_where_every_figure_is_below():
+    from attn_forecast.pipeline.leaderboard import targets
+    subsets = ["yearly", "quarterly", "monthly", "other"]
+
+    def board(model, theta, mc):
+        out = {s: {"model": {"smape": model[i]}, "theta": {"smape": theta[i]}}
+               for i, s in enumerate(subsets + ["all"])}
+        out["all"]["model+comb"] = {"smape": mc}
+        return out
+    ahead = targets(board([15.0, 8.0, 13.0, 4.0, 12.3], [16.0, 9.0, 14.0, 5.0, 13.0], 12.2),
+                    subsets)
+    assert all("**met**" in line for line in ahead), ahead
+    # one subset behind Theta (published 8.96 for quarterly) is enough to miss
+    behind = targets(board([15.0, 9.0, 13.0, 4.0, 12.3], [16.0, 9.5, 14.0, 5.0, 13.0], 12.3),
+                     subsets)
+    assert "missed" in behind[0] and "quarterly 9.00 vs 8.96" in behind[0]
+    assert "**met**" in behind[1]                     # below this project's Theta everywhere
+    assert "N-BEATS (12.37) over all: **met** (12.30)" in behind[2]
+    assert "deep ensemble (12.27) over all: missed (12.30)" in behind[3]

@@ -55,6 +55,11 @@ def test_the_projects_search_file_reads():
     ({"space": {"train.lr": {"low": 1, "high": 2, "scale": 3}}}, "unknown keys ['scale']"),
     ({"sampler": {"name": "grid"}}, "sampler.name must be one of"),
     ({"pruner": {"name": "hyperband"}}, "pruner.name must be one of"),
+    ({"pruner": "median"}, "'pruner' must be a mapping"),
+    ({"space": {"train.lr": {"low": 0.1, "high": 1, "log": True, "step": 0.1}}},
+     "log: true or a step, not both"),
+    ({"study": "m3/monthly"}, "'study' names each trial's experiment"),
+    ({"study": "a..b"}, "'study' names each trial's experiment"),
 ])
 def test_a_bad_search_file_is_one_line_naming_the_key(tmp_path, change, words):
     with pytest.raises(ParamsError) as err:
@@ -126,9 +131,10 @@ def test_the_watch_reports_every_epoch_and_prunes_a_trial_behind_the_median(tmp_
             t.report(1.0, e)
         study.tell(t, 1.0)
     bad, good = study.ask(), study.ask()
+    pruner = {"name": "median", "startup": 5, "warmup": 0}
     for trial, score in ((good, 0.5), (bad, 5.0)):
         monkeypatch.setenv(tuning.TRIAL_ENV, json.dumps(
-            {"storage": journal, "study": "s", "trial": trial.number}))
+            {"storage": journal, "study": "s", "trial": trial.number, "pruner": pruner}))
         watch = tuning.trial_watch(lambda m, v=score: v)
         if score > 1:
             with pytest.raises(tuning.Pruned) as stop:
@@ -160,3 +166,39 @@ def test_the_best_trial_is_written_as_the_trial_params_file(tmp_path):
     assert best["train"]["lr"] == study.best_trial.params["train.lr"]
     assert "dvc exp apply s-001" in line
     assert "dvc exp run c/dvc.yaml -S 'c/params.yaml:++monthly.train.lr=" in line
+
+
+def test_the_trial_prunes_by_the_search_files_pruner(tmp_path, monkeypatch):
+    """pruner: none never prunes, whatever Optuna's default would; warmup: 2 waits past
+    epoch 2."""
+    journal = str(tmp_path / "study.journal")
+    study = optuna.create_study(study_name="s", storage=tuning.open_storage(journal))
+    for _ in range(5):
+        t = study.ask()
+        for e in (1, 2, 3):
+            t.report(1.0, e)
+        study.tell(t, 1.0)
+    for spec, pruned_at in (({"name": "none"}, None), ({"name": "median", "startup": 5,
+                                                          "warmup": 2}, 3)):
+        trial = study.ask()
+        monkeypatch.setenv(tuning.TRIAL_ENV, json.dumps(
+            {"storage": journal, "study": "s", "trial": trial.number, "pruner": spec}))
+        watch = tuning.trial_watch(lambda m: 9.0)
+        stopped = None
+        for e in (1, 2, 3):
+            try:
+                watch({"epoch": e}, None)
+            except tuning.Pruned as stop:
+                stopped = stop.epoch
+                break
+        assert stopped == pruned_at, spec
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+
+
+def test_a_relative_sqlite_storage_is_made_absolute(tmp_path):
+    s = tuning.read_space(_write(tmp_path, {**GOOD, "storage": "sqlite:///tune/study.db"}))
+    assert s.storage_url(tmp_path) == f"sqlite:///{tmp_path.resolve()}/tune/study.db"
+    s.storage = "sqlite:////abs/study.db"
+    assert s.storage_url(tmp_path) == "sqlite:////abs/study.db"
+    s.storage = "study.journal"
+    assert s.storage_url(tmp_path) == str(tmp_path.resolve() / "study.journal")
