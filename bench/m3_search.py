@@ -6,9 +6,10 @@ parts (where they are reported).
     python bench/m3_search.py --seeds 43,44 --trials 3,7    # trials 3 and 7 (and the
                                                             # competition's own settings) on
                                                             # seeds 43 and 44, validation cut
-    python bench/m3_search.py --test --seeds 42,43,44       # the competition pipeline's
+    python bench/m3_search.py --test --seeds 43,44          # the competition pipeline's
                                                             # model@monthly as committed, on
                                                             # test, one experiment per seed
+    python bench/m3_search.py --test --member --seeds 43,44 # its ensemble's members alone
 
 Every run is a DVC experiment (`dvc exp run --temp`), named after what it is (``seeds-t3-s43``,
 ``test-s43``), so `dvc exp show` lists it beside the study's. Prints the command, each run's
@@ -27,7 +28,7 @@ import numpy as np
 
 ROOT = Path.cwd()                      # the project whose study and experiments these are
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from attn_forecast.search import experiment_metric, make_study, overrides  # noqa: E402
+from attn_forecast.search import experiment_metric, head, make_study, overrides  # noqa: E402
 from attn_forecast.pipeline.tuning import read_space  # noqa: E402
 
 
@@ -68,15 +69,19 @@ def main() -> None:
     ap.add_argument("--test", action="store_true", help="the competition pipeline as "
                     "committed, on its test parts, one experiment per seed")
     ap.add_argument("--subset", default="monthly", help="the subset whose seed --test sets")
+    ap.add_argument("--member", action="store_true", help="with --test: one model "
+                    "(train.ensemble 1), an ensemble's member scored alone")
     args = ap.parse_args()
     print("command: python bench/m3_search.py " + " ".join(sys.argv[1:]), flush=True)
     seeds = [int(s) for s in args.seeds.split(",") if s]
     if args.test:
         rows = {}
         for seed in seeds:
-            name = f"test-{args.subset}-s{seed}"
+            name = f"test-{args.subset}-{'member-' if args.member else ''}s{seed}"
             exp_run(ROOT, name, "competitions/dvc.yaml",
-                    [f"competitions/params.yaml:++{args.subset}.train.seed={seed}"])
+                    [f"competitions/params.yaml:++{args.subset}.train.seed={seed}"]
+                    + ([f"competitions/params.yaml:++{args.subset}.train.ensemble=1"]
+                       if args.member else []))
             board = json.loads(subprocess.run(
                 ["git", "show", f"{_ref(name)}:competitions/m3/leaderboard.json"], cwd=ROOT,
                 capture_output=True, text=True, check=True).stdout)
@@ -106,7 +111,7 @@ def main() -> None:
             name = f"seeds-{label}-s{seed}"
             exp_run(ROOT, name, space.pipeline,
                     overrides(space, {**params, "train.seed": seed}))
-            v = experiment_metric(ROOT, name, space)[space.metric]
+            v = experiment_metric(ROOT, name, space, head(ROOT))[space.metric]
             values.append(v)
             print(f"{name}: {v:.3f}", flush=True)
         print(f"{label} ({'the competition settings' if label == 'own' else params}): "
