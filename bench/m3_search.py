@@ -33,7 +33,12 @@ from attn_forecast.pipeline.tuning import read_space  # noqa: E402
 
 
 def exp_run(root: Path, name: str, target: str, sets: list[str]) -> None:
-    cmd = [sys.executable, "-m", "dvc", "exp", "run", "--temp", "-f", "-n", name, target]
+    """One experiment: only the stages whose inputs the settings change run (never -f: on
+    the competition pipeline that would refit the whole field); an earlier one of the same
+    name is replaced."""
+    subprocess.run([sys.executable, "-m", "dvc", "exp", "remove", name], cwd=root,
+                   capture_output=True)
+    cmd = [sys.executable, "-m", "dvc", "exp", "run", "--temp", "-n", name, target]
     cmd += [a for kv in sets for a in ("-S", kv)]
     res = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
     if res.returncode:
