@@ -120,7 +120,8 @@ def run_trial(root: Path, space: Space, trial, values: dict, storage_url: str, l
     name = f"{space.study}-{trial.number:03d}"
     trial.set_user_attr("experiment", name)
     base = head(root)
-    cmd = [sys.executable, "-m", "dvc", "exp", "run", "--temp", "-f", "-n", name,
+    # -s -f: the trial's stage alone, always run (never an upstream one, such as the prior's)
+    cmd = [sys.executable, "-m", "dvc", "exp", "run", "--temp", "-s", "-f", "-n", name,
            space.pipeline] + [a for kv in overrides(space, values) for a in ("-S", kv)]
     env = {**os.environ, TRIAL_ENV: json.dumps({"storage": storage_url, "study": space.study,
                                                  "trial": trial.number,
