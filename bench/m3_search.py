@@ -80,15 +80,16 @@ def main() -> None:
     print("command: python bench/m3_search.py " + " ".join(sys.argv[1:]), flush=True)
     seeds = [int(s) for s in args.seeds.split(",") if s]
     if args.test:
-        rows = {}
+        rows, base = {}, head(ROOT)          # this commit's experiments, not older ones
         for seed in seeds:
             name = f"test-{args.subset}-{'member-' if args.member else ''}s{seed}"
             exp_run(ROOT, name, "competitions/dvc.yaml",
                     [f"competitions/params.yaml:++{args.subset}.train.seed={seed}"]
                     + ([f"competitions/params.yaml:++{args.subset}.train.ensemble=1"]
                        if args.member else []))
+            ref = f"refs/exps/{base[:2]}/{base[2:]}/{name}"
             board = json.loads(subprocess.run(
-                ["git", "show", f"{_ref(name)}:competitions/m3/leaderboard.json"], cwd=ROOT,
+                ["git", "show", f"{ref}:competitions/m3/leaderboard.json"], cwd=ROOT,
                 capture_output=True, text=True, check=True).stdout)
             rows[seed] = board
             print(f"{name}: {args.subset} model {board[args.subset]['model']['smape']:.3f}, "
@@ -121,12 +122,6 @@ def main() -> None:
             print(f"{name}: {v:.3f}", flush=True)
         print(f"{label} ({'the competition settings' if label == 'own' else params}): "
               f"validation {spread(values)}", flush=True)
-
-
-def _ref(name: str) -> str:
-    refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)", "refs/exps/"],
-                          cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
-    return next(r for r in refs if r.rsplit("/", 1)[-1] == name)
 
 
 if __name__ == "__main__":
