@@ -126,6 +126,13 @@ def _fill(frame: pd.DataFrame, cols: dict, missing: str, path: Path, ids: np.nda
                         f"in column {name!r} on line {r['line']}{of}; set <missing> to "
                         "ffill or drop to accept them")
     if missing == "drop":
+        kept = np.unique(frame["code"].to_numpy()[~empty])
+        gone = [ids[c] for c in np.unique(frame["code"].to_numpy()) if c not in kept]
+        if gone and len(kept):   # dropping every row of an id would lose it without a word
+            raise DataError(f"{path}: id {gone[0]!r} has no row without an empty cell"
+                            + (f" (and {len(gone) - 1} more id(s))" if len(gone) > 1 else "")
+                            + "; <missing> drop removes rows, not whole series: remove its "
+                            "rows from the file or fill them")
         return frame[~empty].reset_index(drop=True)
     for out, name in cols.items():
         frame[out] = frame.groupby("code")[out].ffill()

@@ -173,14 +173,17 @@ def draw(n_series: int, lengths: tuple[int, int], seed: int, generators=GENERATO
 
 
 def competition_train_parts(name: str, subset: str, min_length: int) -> list[np.ndarray]:
-    """The train parts (never the test parts) of a competition's series, standardized: real
-    series for the corpus. Only M3 is allowed (M1 and Tourism are kept for independent
-    checks)."""
+    """The train parts of a competition's series before their calibration and validation cuts
+    (never the test parts, nor the last two horizons: settings are chosen on the validation
+    cut and intervals calibrated on the calibration cut, so a prior must not have seen them),
+    standardized: real series for the corpus. Only M3 is allowed (M1 and Tourism are kept for
+    independent checks)."""
     from ..data.sources import competition
-    frame = competition(name, subset, "validation")   # the train parts alone
+    frame = competition(name, subset, "calibration")   # the train parts but the last horizon
     out = []
     for _, g in frame.groupby("id", sort=False):
         y = g["value"].to_numpy(dtype=np.float64)
+        y = y[:len(y) - int(g["horizon"].iloc[0])]       # and the calibration cut
         if len(y) >= min_length:
             out.append(standardize(y))
     return out

