@@ -46,7 +46,7 @@ def one(competition: str, subset: str):
     pm.threads_for(p, settings, int(store.counts("train").sum()), 1)
     model, _ = pm.train(p, settings, store, dist, str(ROOT / "models" / "pretrained.pt"))
     model_fs = run(store, [ModelForecaster(model, dist.device)], parts(p, store), taus(p),
-                   record={"data": store.key()})
+                   record={"data": store.key()}, season=season)
     t1 = time.perf_counter()
     fstore = field_store(p, prof)
     field = statistical_field(p, fstore, check_data(p, fstore))

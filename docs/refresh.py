@@ -1,4 +1,6 @@
-"""Copy the default run's summary into docs/summary.md and README.md.
+"""Copy the default run's summary into docs/summary.md and README.md, and make every generated
+block of the docs anew from the committed files it quotes (src/attn_forecast/report/docs.py:
+the M3 leaderboard's figures, the published ones beside).
 
 Run by `make docs` after `dvc repro` (the figures are committed where the pipeline writes them,
 reports/figures/, and the README shows them from there).
@@ -8,9 +10,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import sys
+
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+from attn_forecast.report.docs import PAGES, refreshed  # noqa: E402
 START, END = "<!-- summary:start -->", "<!-- summary:end -->"
 
 
@@ -29,7 +35,11 @@ def main() -> None:
     if n != 1:
         raise SystemExit(f"README.md needs one {START} ... {END} block")
     readme.write_text(new)
-    print("docs: summary copied; README summary refreshed")
+    for page in PAGES:
+        path = ROOT / page
+        path.write_text(refreshed(path.read_text(), ROOT))
+    print(f"docs: summary copied; README summary and the generated blocks of "
+          f"{', '.join(PAGES)} refreshed")
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> dict:
             runs = [pool.submit(train_fold, args.prepared, e["cuts"], how["settings"],
                                 params.train, how["device"], str(out / e["file"]),
                                 str(out / e["forecasts"]), e["key"], how["threads"],
-                                taus(params), how["parts"], how["prior"])
+                                taus(params), how["parts"], how["prior"], how["season"])
                     for e in todo]
             for run in runs:
                 run.result()

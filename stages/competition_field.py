@@ -26,10 +26,13 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", required=True, help="the competition pipeline's params")
     ap.add_argument("--subset", required=True)
+    ap.add_argument("--holdout", choices=["test", "validation", "calibration"],
+                    help="instead of the params file's holdout: calibration, the horizon before "
+                    "the validation cut (where intervals are calibrated)")
     ap.add_argument("--out", required=True, help="the field's forecasts (npz)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    p, prof = subset_params(args.params, args.subset)
+    p, prof = subset_params(args.params, args.subset, holdout=args.holdout)
     store = field_store(p, prof)
     fs = statistical_field(p, store, check_data(p, store))
     for line in fs.warnings:

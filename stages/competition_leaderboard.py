@@ -1,10 +1,11 @@
 """Stage leaderboard of the competition pipeline (competitions/dvc.yaml): every subset's field
-and model forecasts (and their combinations) scored on the same series, then pooled: each
+and model forecasts (and their combinations) scored on the same series, their intervals
+calibrated on the subset's calibration cut (the *_cal stages' forecasts), then pooled: each
 subset's column and "all" by the field's rule (the mean over all forecasts) beside the mean
-over series, MASE, OWA, the sign test against Theta.
+over series; MASE, OWA, WQL, MSIS, coverage, the fev aggregate, the sign test against Theta.
 
 out: the leaderboard (a DVC metrics file, so `dvc metrics diff` shows whether M3 moved) and
-its Markdown tables with the published figures beside.
+its Markdown tables with the published figures (competitions/published/) beside.
 """
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ from attn_forecast.forecasters import saved  # noqa: E402
 from attn_forecast.io import rounded, write_json, write_text  # noqa: E402
 from attn_forecast.forecasters.saved import merge  # noqa: E402
 from attn_forecast.pipeline import leaderboard as L  # noqa: E402
-from attn_forecast.pipeline.competition import SUBSETS, field_store, subset_params  # noqa: E402
+from attn_forecast.pipeline.competition import (SUBSETS, field_store, model_store,  # noqa: E402
+                                                subset_params)
 from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+from attn_forecast.report.leaderboard import markdown  # noqa: E402
 
-ROWS = ["model", "model+comb", "zeroshot", "comb", "theta", "dot", "ets", "ces", "arima", "ses",
-        "naive2", "naive", "seasonal_naive"]
+ROWS = ["model", "model+comb", "zeroshot", "comb", "m4_comb", "theta", "dot", "ets", "ces",
+        "arima", "ses", "naive2", "naive", "seasonal_naive"]
 
 
 @naming(PARAMS_KEYS)
@@ -34,6 +37,7 @@ def main(argv: list[str] | None = None) -> dict:
                     "<subset>/model.npz, field.npz and zeroshot.npz")
     ap.add_argument("--metrics", required=True, help="the leaderboard (json)")
     ap.add_argument("--table", required=True, help="the leaderboard (Markdown)")
+    ap.add_argument("--published", required=True, help="the folder of the published figures")
     args = ap.parse_args(argv)
     folder = Path(args.forecasts)
     subsets = [s for s in SUBSETS["m3"] if (folder / s / "model.npz").is_file()]
@@ -42,7 +46,14 @@ def main(argv: list[str] | None = None) -> dict:
         p, prof = subset_params(args.params, s)
         holdout = p.data.holdout
         field = merge(*(saved.load(folder / s / f"{k}.npz") for k in ("field", "zeroshot")))
-        ev = L.evaluated(p, field_store(p, prof), saved.load(folder / s / "model.npz"), field)
+        cut = folder / s / "calibration"
+        cp, cprof = subset_params(args.params, s, holdout="calibration")
+        calibration = L.calibration_cut(
+            cp, field_store(cp, cprof), saved.load(cut / "model.npz"),
+            merge(*(saved.load(cut / f"{k}.npz") for k in ("field", "zeroshot"))),
+            model_store(cp, cprof).ids)
+        ev = L.evaluated(p, field_store(p, prof), saved.load(folder / s / "model.npz"), field,
+                         calibration)
         for line in ev.warnings:
             print(f"{s}: {line}", file=sys.stderr)
         evaluations[s] = ev
@@ -51,11 +62,13 @@ def main(argv: list[str] | None = None) -> dict:
     write_json(args.metrics, rounded(board))
     command = "dvc repro competitions/dvc.yaml" + (
         " (with competitions/params.yaml holdout: validation)" if holdout != "test" else "")
-    write_text(args.table, L.markdown(rounded(board), subsets, names, command, holdout))
+    write_text(args.table, markdown(rounded(board), subsets, names, command, holdout,
+                                    L.published(args.published)))
     a = board.get("all", {})
-    print("leaderboard: " + ", ".join(f"{n} {a[n]['smape']:.2f}" for n in
-                                      ("model", "model+comb", "theta", "comb") if n in a)
-          + f" (sMAPE, mean over all forecasts) -> {args.metrics}")
+    print("leaderboard: " + ", ".join(f"{n} {a[n]['smape']:.2f} / {a[n].get('wql') or 0:.3f}"
+                                      for n in ("model", "model+comb", "theta", "comb")
+                                      if n in a)
+          + f" (sMAPE / WQL, over all forecasts) -> {args.metrics}")
     return board
 
 

@@ -28,11 +28,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", required=True, help="the competition pipeline's params")
     ap.add_argument("--subset", required=True)
+    ap.add_argument("--holdout", choices=["test", "validation", "calibration"],
+                    help="instead of the params file's holdout: calibration, the horizon before "
+                    "the validation cut (where intervals are calibrated)")
     ap.add_argument("--out", required=True, help="the model's forecasts (npz)")
     ap.add_argument("--pretrained", required=True, help="the prior (train.init pretrained)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    p, prof = subset_params(args.params, args.subset)
+    p, prof = subset_params(args.params, args.subset, holdout=args.holdout)
     store = model_store(p, prof)
     season = check_data(p, store)
     dist = Distributed(0, 1, pm.device(p.train))
@@ -40,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     threads, _ = pm.threads_for(p, settings, int(store.counts("train").sum()), 1)
     model, results = pm.train(p, settings, store, dist, args.pretrained)
     fs = run(store, [ModelForecaster(model, dist.device)], parts(p, store), taus(p),
-             record={"data": store.key()})
+             record={"data": store.key()}, season=season)
     save(args.out, fs, compressed=True)
     print(f"model@{args.subset}: {pm.summary(settings, model, results, store, dist, threads)}"
           f"; {time.perf_counter() - t0:.0f} s in all -> {args.out}")

@@ -27,10 +27,10 @@ from attn_forecast.pipeline.tuning import Pruned, trial_params, trial_watch  # n
 from attn_forecast.training.distributed import Distributed  # noqa: E402
 
 
-def cut_smape(store, model, device) -> float:
+def cut_smape(store, model, device, season: int) -> float:
     """The model's sMAPE over every forecast of the store's test part (here the validation
     cut)."""
-    fs = run(store, [ModelForecaster(model, device)], ("test",), ())
+    fs = run(store, [ModelForecaster(model, device)], ("test",), (), season=season)
     return smape(store.targets(fs.ends["test"]), fs.forecasts["model"]["test"].point)
 
 
@@ -50,10 +50,10 @@ def main(argv: list[str] | None = None) -> dict:
     dist = Distributed(0, 1, pm.device(p.train))
     settings = pm.model_settings(p, store, season, args.pretrained)
     pm.threads_for(p, settings, int(store.counts("train").sum()), 1)
-    watch = trial_watch(lambda m: cut_smape(store, m, dist.device))
+    watch = trial_watch(lambda m: cut_smape(store, m, dist.device, season))
     try:
         model, results = pm.train(p, settings, store, dist, args.pretrained, watch=watch)
-        out = {"smape": cut_smape(store, model, dist.device), "pruned": False,
+        out = {"smape": cut_smape(store, model, dist.device, season), "pruned": False,
                "epochs": max(len(r.history) for r in results)}
     except Pruned as stop:
         out = {"smape": stop.value, "pruned": True, "epochs": stop.epoch}

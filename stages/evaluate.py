@@ -5,7 +5,8 @@ out: the headline metrics (a DVC metrics file: each forecaster's main scores), e
 (metrics_detail.json, committed, not a DVC metric), one row per series (DVC-cached), every
 test window's first-step forecasts (DVC-cached) and the median series' last 1,000 of them
 (committed, plotted), the error by steps ahead and the intervals' coverage; and the blend's
-members and each series' weights (models/blend.json: what `attn-forecast forecast` blends).
+members and each series' weights (models/blend.json: what `attn-forecast forecast` blends),
+and each forecaster's calibrated interval margins (models/intervals.json: what it widens by).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from attn_forecast.pipeline.forecasting import baselines_record, check_data  # n
 from attn_forecast.pipeline.scoring import blend_file, check_fresh, score  # noqa: E402
 
 OUTPUTS = ("metrics", "detail", "by_series", "predictions", "predictions_plot", "horizon",
-           "calibration", "blend")
+           "calibration", "blend", "intervals")
 
 
 @naming(PARAMS_KEYS)
@@ -40,13 +41,14 @@ def main(argv: list[str] | None = None) -> dict:
     season = check_data(params, store)
     model, base = saved.load(args.forecasts), saved.load(args.baselines)
     check_fresh(model, base, baselines_record(params, store, season))
-    ev = score(params, store, model, base)
+    ev = score(params, store, model, base, season)
     for line in ev.warnings:
         print(line, file=sys.stderr)
     out = tables(ev, store)
     for name in ("by_series", "predictions", "predictions_plot", "horizon", "calibration"):
         write_csv(getattr(args, name), out[name], digits=CSV_DIGITS)
     write_json(args.blend, blend_file(params, store, season, ev))
+    write_json(args.intervals, ev.intervals)
     write_json(args.detail, rounded(ev.metrics))
     top = {**headline({n: ev.metrics[n] for n in ev.forecasts}), "n_test": ev.metrics["n_test"]}
     write_json(args.metrics, rounded(top))

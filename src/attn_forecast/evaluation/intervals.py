@@ -1,4 +1,5 @@
-"""Probabilistic forecasts: the pinball loss, interval scores, and split-conformal calibration.
+"""Probabilistic forecasts: the pinball loss, the field's scores, and split-conformal
+calibration.
 
 Quantile forecasts are arrays (N, H, Q) over increasing levels ``taus`` (Q of them, 0.5 among
 them). A central interval pairs level tau with 1 - tau: [0.1, 0.9] is the 80 % interval.
@@ -6,6 +7,12 @@ them). A central interval pairs level tau with 1 - tau: [0.1, 0.9] is the 80 % i
 - pinball (quantile) loss of level tau: max(tau (y - q), (tau - 1) (y - q)), averaged;
 - CRPS estimated from the quantiles: 2 x the pinball loss averaged over the levels (exact in
   the limit of many evenly spaced levels; with [0.1, 0.5, 0.9] a coarse estimate);
+- WQL, as Chronos and fev score a task: for each of the levels 0.1, ..., 0.9, 2 x the pinball
+  loss summed over every target of the task over the sum of the targets' absolute values,
+  then the mean over the levels (over the levels given, when they are not all nine);
+- MSIS, as the M4 competition scored its 95 % intervals: per series, the mean over its targets
+  of (U - L) + (2 / 0.05) x the distance by which the target falls outside [L, U], over the
+  series' in-sample seasonal naive error (MASE's scale); then the mean over series;
 - coverage of a central interval (the share of targets inside it), its mean width, and the
   Winkler score: width + (2 / alpha) x the distance by which the target falls outside;
 - split conformal (Romano et al., conformalized quantile regression): on calibration windows
@@ -23,14 +30,20 @@ import numpy as np
 
 from ..forecasters.protocol import central_intervals
 
-DEFAULT_LEVELS = (0.1, 0.5, 0.9)  # conformal intervals of a point model: the 80 % interval
+WQL_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)   # fev's and Chronos' nine
+MSIS_PCT = 95                                                  # the M4 competition's interval
+
+
+def pinball_terms(y: np.ndarray, q: np.ndarray, taus) -> np.ndarray:
+    """The pinball loss of every target and level (N, H, Q); y (N, H), q (N, H, Q)."""
+    diff = y[..., None] - q
+    taus = np.asarray(taus)
+    return np.maximum(taus * diff, (taus - 1) * diff)
 
 
 def pinball(y: np.ndarray, q: np.ndarray, taus) -> float:
     """Mean pinball loss; y (N, H), q (N, H, Q)."""
-    diff = y[..., None] - q
-    taus = np.asarray(taus)
-    return float(np.mean(np.maximum(taus * diff, (taus - 1) * diff)))
+    return float(np.mean(pinball_terms(y, q, taus)))
 
 
 def crps(y: np.ndarray, q: np.ndarray, taus) -> float:
@@ -38,16 +51,62 @@ def crps(y: np.ndarray, q: np.ndarray, taus) -> float:
     return 2 * pinball(y, q, taus)
 
 
-def interval_scores(y: np.ndarray, q: np.ndarray, taus) -> dict:
-    """coverage_<p>, width_<p>, winkler_<p> for each central interval, pinball and crps."""
-    out = {"pinball": pinball(y, q, taus), "crps": crps(y, q, taus)}
+def wql_levels(taus) -> list[int]:
+    """The indices of the levels WQL averages over: fev's nine, or every one given when they
+    are not all there."""
+    rounded = [round(t, 6) for t in taus]
+    if all(t in rounded for t in WQL_LEVELS):
+        return [rounded.index(t) for t in WQL_LEVELS]
+    return list(range(len(taus)))
+
+
+def wql_parts(y: np.ndarray, q: np.ndarray, taus) -> tuple[np.ndarray, float]:
+    """WQL's numerator per level (2 x the summed pinball loss, (L,)) and its denominator (the
+    summed absolute targets): a task's WQL pools them over every target."""
+    k = wql_levels(taus)
+    terms = pinball_terms(y, q[..., k], np.asarray(taus)[k])
+    return 2 * terms.reshape(-1, len(k)).sum(axis=0), float(np.abs(y).sum())
+
+
+def wql(y: np.ndarray, q: np.ndarray, taus) -> float | None:
+    """The weighted quantile loss of a task, as fev and Chronos compute it (the module
+    docstring); None where the targets sum to 0."""
+    num, den = wql_parts(y, q, taus)
+    return float(np.mean(num / den)) if den > 0 else None
+
+
+def interval_terms(y: np.ndarray, low: np.ndarray, high: np.ndarray, pct: int) -> np.ndarray:
+    """The interval score of every target (N, H): width + (2 / alpha) x the miss."""
+    miss = np.maximum(low - y, 0) + np.maximum(y - high, 0)
+    return high - low + 2 / (1 - pct / 100) * miss
+
+
+def msis_per_window(y: np.ndarray, q: np.ndarray, taus, scale: np.ndarray) -> np.ndarray | None:
+    """Each window's mean 95 % interval score over its steps, over its series' ``scale`` (N,)
+    (MASE's in-sample naive error); None without the 0.025 and 0.975 levels."""
+    pair = [(lo, hi) for lo, hi, pct in central_intervals(taus) if pct == MSIS_PCT]
+    if not pair:
+        return None
+    lo, hi = pair[0]
+    return interval_terms(y, q[..., lo], q[..., hi], MSIS_PCT).mean(axis=1) / scale
+
+
+def interval_scores(y: np.ndarray, q: np.ndarray, taus, scale: np.ndarray | None = None,
+                    sid: np.ndarray | None = None) -> dict:
+    """coverage_<p>, width_<p>, winkler_<p> for each central interval, pinball, crps, wql and,
+    given each window's ``scale`` (N,) and series ``sid`` (N,), msis (the mean over series of
+    each series' mean over its targets)."""
+    out = {"pinball": pinball(y, q, taus), "crps": crps(y, q, taus), "wql": wql(y, q, taus)}
     for lo, hi, pct in central_intervals(taus):
         low, high = q[..., lo], q[..., hi]
-        alpha = 1 - pct / 100
         out[f"coverage_{pct}"] = float(np.mean((y >= low) & (y <= high)))
         out[f"width_{pct}"] = float(np.mean(high - low))
-        miss = np.maximum(low - y, 0) + np.maximum(y - high, 0)
-        out[f"winkler_{pct}"] = float(np.mean(high - low + 2 / alpha * miss))
+        out[f"winkler_{pct}"] = float(np.mean(interval_terms(y, low, high, pct)))
+    per = msis_per_window(y, q, taus, scale) if scale is not None and len(y) else None
+    if per is not None:
+        sid = np.zeros(len(y), dtype=np.int64) if sid is None else np.asarray(sid)
+        _, inv = np.unique(sid, return_inverse=True)
+        out["msis"] = float(np.mean(np.bincount(inv, per) / np.bincount(inv)))
     return out
 
 
@@ -68,6 +127,31 @@ def _unit(norm: np.ndarray | None, n: int) -> np.ndarray:
     return np.ones((n, 1)) if norm is None else np.asarray(norm, dtype=np.float64)[:, None]
 
 
+def margins(q_cal: np.ndarray, y_cal: np.ndarray, taus, norm_cal: np.ndarray | None = None
+            ) -> np.ndarray:
+    """The conformal margin (H, P) each central pair of levels needs, per step, on the
+    calibration windows (``q_cal`` (N, H, Q), ``y_cal`` (N, H)), in units of each window's
+    ``norm_cal`` (N,) (see :func:`_unit`); P pairs in :func:`central_intervals`' order."""
+    u_cal = _unit(norm_cal, len(y_cal))
+    out = [conformal_margin(np.maximum(q_cal[..., lo] - y_cal, y_cal - q_cal[..., hi]) / u_cal,
+                            1 - pct / 100) for lo, hi, pct in central_intervals(taus)]
+    return np.stack(out, axis=-1) if out else np.zeros((y_cal.shape[1], 0))
+
+
+def widen(q: np.ndarray, m: np.ndarray, taus, norm: np.ndarray | None = None) -> np.ndarray:
+    """``q`` (N, H, Q) with each central pair widened (or narrowed) by its margin ``m`` (H, P)
+    times each window's unit ``norm`` (N,); the median stays, and the result is kept
+    non-crossing (margins of nested pairs may cross)."""
+    out = np.array(q, dtype=np.float64, copy=True)
+    mid = list(taus).index(0.5)
+    u = _unit(norm, len(q))
+    for k, (lo, hi, _) in enumerate(central_intervals(taus)):
+        mk = m[None, :, k] * u                                            # (N, H)
+        out[..., lo] = np.minimum(q[..., lo] - mk, out[..., mid])
+        out[..., hi] = np.maximum(q[..., hi] + mk, out[..., mid])
+    return np.sort(out, axis=-1)
+
+
 def calibrate(q_cal: np.ndarray, y_cal: np.ndarray, q: np.ndarray, taus,
               norm_cal: np.ndarray | None = None, norm: np.ndarray | None = None
               ) -> np.ndarray:
@@ -75,15 +159,13 @@ def calibrate(q_cal: np.ndarray, y_cal: np.ndarray, q: np.ndarray, taus,
     pair of levels needs on the calibration windows (``q_cal``, ``y_cal``), per step; the
     median stays. ``norm_cal``, ``norm`` (N,): each window's unit (see :func:`_unit`). Each
     pair is calibrated on its own, and the result is kept non-crossing."""
-    out = q.copy()
-    mid = list(taus).index(0.5)
-    u_cal, u = _unit(norm_cal, len(y_cal)), _unit(norm, len(q))
-    for lo, hi, pct in central_intervals(taus):
-        scores = np.maximum(q_cal[..., lo] - y_cal, y_cal - q_cal[..., hi]) / u_cal
-        m = conformal_margin(scores, 1 - pct / 100)[None, :] * u        # (N, H)
-        out[..., lo] = np.minimum(q[..., lo] - m, out[..., mid])
-        out[..., hi] = np.maximum(q[..., hi] + m, out[..., mid])
-    return np.sort(out, axis=-1)  # margins of nested pairs may cross: keep the order
+    return widen(q, margins(q_cal, y_cal, taus, norm_cal), taus, norm)
+
+
+def at_point(point: np.ndarray, n_levels: int) -> np.ndarray:
+    """A point forecast's quantiles (N, H, Q) before calibration: the point at every level
+    (calibration widens them by the conformal margin of its absolute residuals)."""
+    return np.repeat(np.asarray(point, dtype=np.float64)[..., None], n_levels, axis=-1)
 
 
 def from_residuals(point: np.ndarray, point_cal: np.ndarray, y_cal: np.ndarray, taus,
@@ -91,11 +173,5 @@ def from_residuals(point: np.ndarray, point_cal: np.ndarray, y_cal: np.ndarray, 
                    ) -> np.ndarray:
     """Quantiles (N, H, Q) of a point forecast: the point forecast -+ the per-step conformal
     margin of its absolute residuals on the calibration windows, per central interval."""
-    q = np.repeat(point[..., None], len(taus), axis=-1).astype(np.float64)
-    scores = np.abs(y_cal - point_cal) / _unit(norm_cal, len(y_cal))
-    u = _unit(norm, len(point))
-    for lo, hi, pct in central_intervals(taus):
-        m = conformal_margin(scores, 1 - pct / 100)[None, :] * u
-        q[..., lo] -= m
-        q[..., hi] += m
-    return q
+    n = len(taus)
+    return calibrate(at_point(point_cal, n), y_cal, at_point(point, n), taus, norm_cal, norm)

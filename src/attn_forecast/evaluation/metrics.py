@@ -180,7 +180,8 @@ def pooled(tables: list, horizons: list[int], names: list[str]) -> dict:
     MASE over every forecast (series x step: a series weighs its windows x its horizon, so
     M3 monthly's 18 steps weigh 69 %), ``smape``, ``mase``, and beside them the mean over
     series (every series alike) ``smape_series``, ``mase_series``; OWA from each pair
-    relative to Naive2's (``owa``, ``owa_series``). A forecaster missing from a subset
+    relative to Naive2's (``owa``, ``owa_series``); MSIS the same way as MASE where the tables
+    hold it (``msis``, ``msis_series``). A forecaster missing from a subset
     (seasonal naive without a season), or without a score on one of its series, has none."""
     out: dict = {}
     for name in names:
@@ -196,8 +197,14 @@ def pooled(tables: list, horizons: list[int], names: list[str]) -> dict:
             row[f"{metric}_series"] = float(np.mean(v)) if ok else None
         row["n_series"] = int(len(w))
         row["n_forecasts"] = int(np.sum(w))
-        if all(v is not None for v in row.values()):
-            out[name] = row
+        if not all(v is not None for v in row.values()):
+            continue
+        if all(f"{name}_msis" in t for t in tables):   # MSIS pooled as MASE is
+            v = np.concatenate([t[f"{name}_msis"].to_numpy(float) for t in tables])
+            if np.isfinite(v).all():
+                row["msis"] = float(np.sum(v * w) / np.sum(w))
+                row["msis_series"] = float(np.mean(v))
+        out[name] = row
     two = out.get("naive2")
     for m in out.values():
         if two:
@@ -212,15 +219,18 @@ def _none(v):
         (float(v) if isinstance(v, (float, np.floating)) else v)
 
 
-HEADLINE_ONE = ("rmse", "mase", "signal_rmse", "owa")
-HEADLINE_MANY = ("mase_mean", "smape_mean", "owa")
+INTERVAL_HEADLINE = ("wql", "msis", "coverage_80", "coverage_95")
+HEADLINE_ONE = ("rmse", "mase", "signal_rmse", "owa") + INTERVAL_HEADLINE
+HEADLINE_MANY = ("mase_mean", "smape_mean", "owa") + INTERVAL_HEADLINE
 
 
 def headline(agg: dict) -> dict:
     """The few scores `dvc exp show` compares runs by: RMSE, MASE (and the signal RMSE of
-    synthetic data) for one series; mean MASE and sMAPE over series (and OWA) for many."""
+    synthetic data) for one series; mean MASE and sMAPE over series (and OWA) for many; and
+    WQL, MSIS and the 80 % and 95 % intervals' coverage. The blend first: the forecast to
+    use (`dvc exp show` lists the columns in this order)."""
     out = {}
-    for name, m in agg.items():
+    for name, m in sorted(agg.items(), key=lambda kv: kv[0] != "blend"):
         if not isinstance(m, dict):
             out[name] = m
             continue

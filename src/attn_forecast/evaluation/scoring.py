@@ -14,14 +14,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..data.scaling import naive_scale
 from ..data.store import Store
 from ..data.windows import series_slices
 from ..forecasters.protocol import central_intervals
 from ..forecasters.saved import ForecastSet
+from ..forecasters.simple import fallback_for
 from . import intervals as Q
 from . import metrics as M
 from . import significance
+from .calibration import CalibrationSet, calibration_of, intervals, margins_record, scales
 
 @dataclass
 class Evaluation:
@@ -34,46 +35,14 @@ class Evaluation:
     taus: tuple = ()
     warnings: list[str] = field(default_factory=list)
     blend: dict | None = None      # the blend's members and weights (pipeline.scoring)
+    intervals: dict = field(default_factory=dict)   # how each was made, margins (calibration)
 
 
 def units(store: Store) -> np.ndarray:
     """Each series' in-sample naive error relative to their mean (1 for one series): the
     unit that pools errors of series on other scales."""
-    u = np.array([naive_scale(store.train_levels(i), int(lag))
-                  for i, lag in enumerate(store.lags())])
-    u = np.where(u > 0, u, np.nan)
-    u = np.where(np.isfinite(u), u, np.nanmean(u) if np.isfinite(u).any() else 1.0)
+    u = scales(store)
     return u / np.mean(u)
-
-
-def model_intervals(fs: ForecastSet, store: Store, conformal: str, unit: np.ndarray
-                    ) -> dict[str, np.ndarray]:
-    """Every forecaster's quantiles (N, H, Q) on the test windows: its own, or with
-    ``conformal`` split, calibrated on the calibration windows (its quantiles widened, or its
-    point forecast's residuals), each step with its own margin."""
-    out = {}
-    cal_ends = fs.ends.get("cal")
-    for name, parts in fs.forecasts.items():
-        test = parts.get("test")
-        if test is None:
-            continue
-        if conformal != "split":
-            if test.quantiles is not None:
-                out[name] = test.quantiles
-            continue
-        cal = parts.get("cal")
-        if cal is None or cal_ends is None or not len(cal_ends):
-            continue
-        y_cal = store.targets(cal_ends)
-        ok = np.isfinite(cal.point).all(axis=1)
-        u_cal, u = unit[store.series_of(cal_ends)][ok], unit[store.series_of(fs.ends["test"])]
-        if test.quantiles is not None and cal.quantiles is not None:
-            out[name] = Q.calibrate(cal.quantiles[ok], y_cal[ok], test.quantiles, fs.taus,
-                                    u_cal, u)
-        else:
-            out[name] = Q.from_residuals(test.point, cal.point[ok], y_cal[ok], fs.taus, u_cal,
-                                         u)
-    return out
 
 
 def _seeds(members: np.ndarray, table_for) -> dict:
@@ -88,9 +57,13 @@ def _seeds(members: np.ndarray, table_for) -> dict:
             "values": [float(s) for s in scores]}
 
 
-def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, conformal: str = "none"
+def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: int = 0,
+             calibration: CalibrationSet | None = None, conformal: str = "none"
              ) -> Evaluation:
-    """Score every forecaster of ``fs`` on the test windows (see the module docstring)."""
+    """Score every forecaster of ``fs`` on the test windows (see the module docstring); with
+    quantile levels, their intervals too (calibration.py): calibrated on ``calibration``, or
+    with ``conformal`` split on the store's calibration part, or their own; ``season``: the
+    fallback's (an interval a forecaster cannot give)."""
     ends = fs.ends["test"]
     H = store.horizon
     actual, last, sid = store.targets(ends), store.last(ends), store.series_of(ends)
@@ -112,6 +85,7 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, conforma
             metrics[name]["n_failed"] = 0 if test.failed is None else \
                 int(len(np.unique(sid[np.asarray(test.failed, dtype=bool)])))
     unit = units(store)
+    warnings: list[str] = []
     if "model" in fitted:
         metrics["significance"] = significance.compare(actual, points, H, unit=unit[sid])
         dm: dict[str, list] = {}
@@ -130,16 +104,36 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, conforma
     if "blend" in fitted:   # the blend against each forecaster, its members among them
         metrics["significance_blend"] = significance.compare(actual, points, H, "blend",
                                                              unit=unit[sid])
-    quant = model_intervals(fs, store, conformal, unit) if fs.taus else {}
-    for name, q in quant.items():
-        if metrics.get(name) is None:
-            continue
-        ok = np.isfinite(q).all(axis=(1, 2))
-        metrics[name].update(Q.interval_scores(actual[ok], q[ok], fs.taus))
-        if signal is not None and noise_std:  # the truth's quantiles are known
-            from scipy.special import ndtri
-            q_true = signal[..., None] + noise_std * ndtri(np.asarray(fs.taus))
-            metrics[name]["quantile_rmse"] = float(np.sqrt(np.mean((q - q_true) ** 2)))
+    quant, record = {}, {}
+    if fs.taus:
+        if calibration is None and conformal == "split":
+            calibration = calibration_of(fs, store)
+        fb = fallback_for(season)
+        fb.fit(store)
+        scale = scales(store)
+        iv = intervals({n: p.get("test") for n, p in fs.forecasts.items()}, fs.taus, scale[sid],
+                       sid, fb.forecast(store, ends, fs.taus), calibration)
+        quant, record = iv.quantiles, margins_record(iv, fs.taus, calibration)
+        lags = store.lags()
+        record.update(season=int(season), lags={str(i): int(g) for i, g in
+                                                zip(store.ids, lags) if g != 1})
+        for name, q in quant.items():
+            if metrics.get(name) is None:
+                continue
+            metrics[name].update(Q.interval_scores(actual, q, fs.taus, scale[sid], sid),
+                                 intervals=iv.how[name],
+                                 n_interval_fallback=iv.fallback.get(name, 0))
+            per = Q.msis_per_window(actual, q, fs.taus, scale[sid])
+            if per is not None:     # each series' MSIS (the competition pools them)
+                table[f"{name}_msis"] = [float(per[r].mean()) for _, r in series_slices(sid)]
+            if signal is not None and noise_std:  # the truth's quantiles are known
+                from scipy.special import ndtri
+                q_true = signal[..., None] + noise_std * ndtri(np.asarray(fs.taus))
+                metrics[name]["quantile_rmse"] = float(np.sqrt(np.mean((q - q_true) ** 2)))
+        for n in iv.fallback:
+            warnings.append(f"warning: {n} has no interval of its own for {iv.fallback[n]} of "
+                            f"{store.n_series} series; {fb.name}'s spread around its forecast "
+                            f"stands in (counted in {n}.n_interval_fallback)")
     if quant and signal is not None and noise_std:   # what a perfect interval would cover
         from scipy.special import ndtri
         for _, _, pct in central_intervals(fs.taus):
@@ -147,4 +141,5 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, conforma
             metrics[f"ideal_coverage_{pct}"] = float(np.mean(np.abs(actual - signal) <= half))
     metrics.update(n_test=int(len(ends)), n_series=int(store.n_series),
                    n_dropped=int(store.dropped.get("count", 0)))
-    return Evaluation(metrics, table, ends, actual, points, quant, fs.taus, list(fs.warnings))
+    return Evaluation(metrics, table, ends, actual, points, quant, fs.taus,
+                      list(fs.warnings) + warnings, intervals=record)

@@ -7,7 +7,7 @@ import pandas as pd
 
 from ..data.store import Store
 from ..data.windows import series_slices
-from ..forecasters.protocol import central_intervals
+from ..forecasters.protocol import central_intervals, level_name
 from . import metrics as M
 from .scoring import Evaluation
 
@@ -35,8 +35,8 @@ def tables(ev: Evaluation, store: Store) -> dict[str, pd.DataFrame]:
     for name, q in ev.quantiles.items():
         for k, tau in enumerate(ev.taus):
             if tau != 0.5:
-                col = f"{'predicted' if name == 'model' else name}_q{round(100 * tau):02d}"
-                pred[col] = q[:, 0, k]
+                pred[f"{'predicted' if name == 'model' else name}_{level_name(tau)}"] = \
+                    q[:, 0, k]
     median = M.ranked(ev.by_series)["median"] if len(ev.by_series) else 0
     median_id = ev.by_series["id"].iloc[median] if len(ev.by_series) else ""
     one = pred[pred["id"] == median_id].drop(columns="id").reset_index(drop=True)

@@ -1,24 +1,37 @@
-"""Combinations of other forecasters' point forecasts, with the series any member could not
-forecast marked as the combination's:
+"""Combinations of other forecasters' forecasts, with the series any member could not
+forecast marked as the combination's. A combination's quantiles are its members' quantiles
+averaged level by level with the combination's own weights (Vincentization: the quantiles of
+the combined forecast, never crossing), where every member has them:
 
 - fixed, equal weights: Comb (ARIMA, ETS, CES and Dynamic Optimized Theta), ``model+comb``,
   ``model+ets+theta``: the combination as named, known in advance;
 - ``blend``: weights each series learns on its own validation part (the windows before the
   test part), from every member's forecasts there: the inverse of each member's mean squared
-  error (Bates and Granger's weights), over the members within :data:`TRIM` times the best
-  one's error (a member far behind on the series' recent past gets none). The test part is
-  never read. Without a validation part every member weighs the same."""
+  error (Bates and Granger's weights), over the members whose MSE is within :data:`TRIM`
+  times the best one's (a member far behind on the series' recent past gets none); an MSE
+  below :data:`FLOOR` times the series' squared in-sample naive error counts as that floor
+  (a validation part cannot tell such members apart, and one exact on it must not take all
+  the weight). The test part is never read. Without a validation part every member weighs
+  the same. A series' blend failed (the fallback's forecast) where a member with weight on
+  it did."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..data.scaling import naive_scale
 from .protocol import Forecast
 from .saved import ForecastSet
 
 TRIM = 3.0   # a member whose validation MSE exceeds this many times the best gets no weight
-RULE = f"inverse validation MSE, members within {TRIM:g}x the best"
+FLOOR = 0.01  # an MSE below this many times the series' squared naive error counts as this
+
+
+def rule(trim: float = TRIM) -> str:
+    """The blend's rule in words (the one place it is stated: the summary, the docs)."""
+    return (f"inverse validation MSE (at least {FLOOR:g}x the series' squared naive error), "
+            f"members within {trim:g}x the best MSE (about {trim ** 0.5:.1f}x its RMSE)")
 
 
 class Combination:
@@ -37,7 +50,9 @@ def combined(forecasts: dict, c: Combination, part: str) -> Forecast | None:
     got = {m: forecasts.get(m, {}).get(part) for m in c.members}
     if any(f is None for f in got.values()):
         return None
-    return Forecast(c.combine({m: f.point for m, f in got.items()}),
+    quant = None if any(f.quantiles is None for f in got.values()) else \
+        c.combine({m: f.quantiles for m, f in got.items()})
+    return Forecast(c.combine({m: f.point for m, f in got.items()}), quant,
                     failed=_failed(list(got.values())))
 
 
@@ -46,11 +61,16 @@ def _failed(forecasts: list[Forecast]) -> np.ndarray | None:
     return np.any(failed, axis=0) if failed else None
 
 
-def inverse_error_weights(mse: np.ndarray, trim: float = TRIM) -> np.ndarray:
+def inverse_error_weights(mse: np.ndarray, trim: float = TRIM,
+                          floor: np.ndarray | None = None) -> np.ndarray:
     """(S, M) weights from (S, M) mean squared errors (NaN: no score): per row, the inverse
-    error of every member within ``trim`` x the row's best, normalised; a row without any
-    score weighs its members alike; a member without error takes all the weight."""
+    error of every member within ``trim`` x the row's best, normalised; an error below the
+    row's ``floor`` (S,) counts as the floor (members at it weigh alike); a row without any
+    score weighs its members alike; without a floor, members without error share the
+    weight."""
     mse = np.asarray(mse, dtype=np.float64)
+    if floor is not None:
+        mse = np.maximum(mse, np.asarray(floor, dtype=np.float64)[:, None])
     ok = np.isfinite(mse)
     best = np.min(np.where(ok, mse, np.inf), axis=1, keepdims=True)
     exact = ok & (mse <= 0)                              # a member without error
@@ -101,6 +121,8 @@ def learn_blend(fs: ForecastSet, store, members: list[str], trim: float = TRIM,
                      "equal weights (no validation part to learn them on)")
     y, sid, S = store.targets(ends), store.series_of(ends), store.n_series
     n = np.bincount(sid, minlength=S)
+    floor = FLOOR * np.array([naive_scale(store.train_levels(i), int(lag)) ** 2
+                              for i, lag in enumerate(store.lags())])
     mse = np.full((S, len(have)), np.nan)
     for k, m in enumerate(have):
         err = np.mean((fs.forecasts[m][part].point - y) ** 2, axis=1)
@@ -108,15 +130,14 @@ def learn_blend(fs: ForecastSet, store, members: list[str], trim: float = TRIM,
         total = np.bincount(sid, np.where(finite, err, 0.0), minlength=S)
         bad = np.bincount(sid, ~finite, minlength=S)
         mse[:, k] = np.where((n > 0) & (bad == 0), total / np.maximum(n, 1), np.nan)
-    rule = RULE if trim == TRIM else f"inverse validation MSE, members within {trim:g}x the best"
-    return Blend(have, inverse_error_weights(mse, trim), rule)
+    return Blend(have, inverse_error_weights(mse, trim, floor), rule(trim))
 
 
 def blended(fs: ForecastSet, store, blend: Blend) -> dict[str, Forecast]:
-    """The blend's forecast of every part: each window's members weighted by its series'.
-    Where the model is a member with quantiles, the blend's are the model's spread moved to
-    centre on the blend's point (scored, or calibrated on the calibration part, like every
-    forecaster's; the forecast command writes the same)."""
+    """The blend's forecast of every part: each window's members weighted by its series'
+    weights, its point forecasts and (where every member has them) its quantiles, level by
+    level (scored, or calibrated on the calibration part, like every forecaster's; the
+    forecast command blends the same way)."""
     out = {}
     for part, ends in fs.ends.items():
         got = [fs.forecasts[m].get(part) for m in blend.members]
@@ -124,11 +145,23 @@ def blended(fs: ForecastSet, store, blend: Blend) -> dict[str, Forecast]:
             out[part] = None
             continue
         w = blend.weights[store.series_of(ends)]                       # (N, M)
-        point = np.einsum("nm,mnh->nh", w, np.stack([f.point for f in got]))
-        model = got[blend.members.index("model")] if "model" in blend.members else None
-        quant = None if model is None or model.quantiles is None else \
-            model.quantiles + (point - model.point)[..., None]
-        out[part] = Forecast(point, quant, failed=_failed(got))
+        point = weighted(w, [f.point for f in got])
+        quant = None if any(f.quantiles is None for f in got) else \
+            weighted(w, [f.quantiles for f in got])
+        failed = [np.asarray(f.failed, dtype=bool) & (w[:, k] > 0)
+                  for k, f in enumerate(got) if f.failed is not None]
+        out[part] = Forecast(point, quant, failed=np.any(failed, axis=0) if failed else None)
+    return out
+
+
+def weighted(w: np.ndarray, values: list[np.ndarray]) -> np.ndarray:
+    """Each row's members (M arrays (N, ...)) weighted by ``w`` (N, M); a member of weight 0
+    is left out, so its NaN (a member that could not forecast) never reaches the blend."""
+    out = np.zeros_like(values[0], dtype=np.float64)
+    for k, v in enumerate(values):
+        wk = w[:, k].reshape((-1,) + (1,) * (v.ndim - 1))
+        out += np.where(wk > 0, wk * np.nan_to_num(v, nan=0.0), 0.0) \
+            + np.where((wk > 0) & np.isnan(v), np.nan, 0.0)
     return out
 
 

@@ -8,12 +8,13 @@ import torch
 from ..model.networks import Ensemble
 from ..training.batches import rows_of
 from ..training.loop import predict
-from .protocol import Forecast
+from .protocol import Forecast, at_levels
 
 
 class ModelForecaster:
     """A trained model's forecasts of a store's windows, in levels (the ensemble's mean, and
-    each member; the quantile head's quantiles)."""
+    each member; a quantile head's quantiles, at the levels asked for: interpolated between
+    its own levels, extended past them; a point model has none of its own)."""
     name = "model"
 
     def __init__(self, model: torch.nn.Module, device: torch.device | str = "cpu") -> None:
@@ -35,9 +36,8 @@ class ModelForecaster:
             return store.to_levels(out, ends)
         levels = list(self.model.settings.quantiles)
         quant = run(self.model, True) if levels else None
-        if quant is not None and taus and list(taus) != levels:  # the levels asked for
-            quant = quant[..., [levels.index(t) for t in taus]] \
-                if set(taus) <= set(levels) else None
+        if quant is not None and taus:    # the levels asked for, from the head's
+            quant = at_levels(quant, levels, taus)
         members = np.stack([run(m) for m in self.model.members]) \
             if isinstance(self.model, Ensemble) else None
         return Forecast(run(self.model), quant, members)

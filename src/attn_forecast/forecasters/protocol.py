@@ -23,6 +23,10 @@ class Forecast:
     warnings: list[str] = field(default_factory=list)  # series it could not fit
     failed: np.ndarray | None = None     # (N,) bool: rows the fallback forecast (run)
 
+    def spread(self) -> np.ndarray | None:
+        """The quantiles' distances from the point forecast (N, H, Q), or None."""
+        return None if self.quantiles is None else self.quantiles - self.point[..., None]
+
 
 class Forecaster(Protocol):
     """Fit on each series' training part (returns warnings); forecast windows in levels."""
@@ -33,8 +37,36 @@ class Forecaster(Protocol):
     def forecast(self, store: Store, ends: np.ndarray, taus: tuple = ()) -> Forecast: ...
 
 
+def level_name(tau: float) -> str:
+    """A quantile level's column name: q10, q50, q2.5, q97.5."""
+    return f"q{round(100 * tau, 4):g}"
+
+
+def at_levels(q: np.ndarray, have, want) -> np.ndarray:
+    """Quantiles (..., len(want)) at levels ``want`` from quantiles (..., len(have)) at the
+    increasing levels ``have``: linear in the normal score between the two known levels
+    around each one, and past the outermost along the line through the two nearest (the
+    tail of a normal distribution of that spread); sorted, so they never cross."""
+    have, want = [float(t) for t in have], [float(t) for t in want]
+    if have == want:
+        return q
+    from scipy.special import ndtri   # the standard normal's quantile function
+    zh, zw = ndtri(np.asarray(have)), ndtri(np.asarray(want))
+    b = np.clip(np.searchsorted(zh, zw), 1, len(have) - 1)      # each level's segment
+    a = b - 1
+    frac = (zw - zh[a]) / (zh[b] - zh[a])
+    return np.sort(q[..., a] + frac * (q[..., b] - q[..., a]), axis=-1)
+
+
+def gaussian(point: np.ndarray, sd: np.ndarray, taus) -> np.ndarray:
+    """Quantiles (N, H, Q) of normal distributions around ``point`` (N, H), std ``sd`` (N, H)."""
+    from scipy.special import ndtri
+    return point[..., None] + np.asarray(sd)[..., None] * ndtri(np.asarray(taus, dtype=float))
+
+
 def central_intervals(taus) -> list[tuple[int, int, int]]:
-    """(lower index, upper index, nominal %) of each central interval the levels hold."""
+    """(lower index, upper index, nominal %) of each central interval the levels hold, the
+    widest first (0.025 and 0.975: 95; a fractional percentage rounds to the nearest)."""
     taus = [round(t, 6) for t in taus]
     out = []
     for i, t in enumerate(taus):

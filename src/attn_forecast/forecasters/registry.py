@@ -1,6 +1,7 @@
 """The baselines by name, as forecasters, without torch: the simple ones, ridge, and
-StatsForecast's SES, ETS, Theta, Dynamic Optimized Theta, CES and ARIMA (statistical.py);
-``comb`` is the equal-weight mean of ARIMA, ETS, CES and Dynamic Optimized Theta. The one
+StatsForecast's SES, ETS, Theta, Dynamic Optimized Theta, CES, ARIMA and the M4 benchmarks
+(statistical.py); the combinations of :data:`COMBINATIONS`: ``comb``, the equal-weight mean of
+ARIMA, ETS, CES and Dynamic Optimized Theta, ``m4_comb`` the M4 competition's Comb. The one
 baseline that needs torch, ``zeroshot`` (the prior, zeroshot.py), is added by whoever has the
 prior (pipeline/field.py), so that fitting the statistical field never depends on the
 model's code."""
@@ -12,6 +13,7 @@ from .combination import Combination
 from .protocol import Forecast, Forecaster
 from .ridge import Ridge
 from .simple import Mean, Naive, Naive2, SeasonalNaive
+from .names import COMBINATIONS
 from .statistical import Stat
 
 
@@ -50,7 +52,7 @@ def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bo
             out.append(Naive2(season))
         elif name == "mean":
             out.append(Mean())
-        elif name == "comb":
+        elif name in COMBINATIONS:
             continue   # after the others, below
         elif name in given:
             out.append(given[name])
@@ -61,10 +63,12 @@ def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bo
                                            else [])
         else:
             out.append(Stat(name, season, jobs))
-    if "comb" in names:  # its members fitted too (and scored) where the list does not name them
-        out += [Stat(m, season, jobs) for m in COMB if m not in names]
-        out.append(Combination("comb", list(COMB)))
+    for combo, members in COMBINATIONS.items():   # their members fitted (and scored) too
+        if combo in names:
+            done = {f.name for f in out}
+            out += [Stat(m, season, jobs) for m in members if m not in done]
+            out.append(Combination(combo, list(members)))
     return out, unavailable
 
 
-COMB = ("arima", "ets", "ces", "dot")  # the equal-weight mean StatsForecast's M3 benchmark uses
+COMB = COMBINATIONS["comb"]

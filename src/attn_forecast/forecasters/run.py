@@ -1,6 +1,7 @@
 """Running forecasters over a store: each fitted on the training parts and forecasting the
-windows of the parts asked for, all at once; the series one could not forecast get a named
-fallback's forecasts, counted, so no forecaster scores better for failing."""
+windows of the parts asked for, all at once; the series one could not forecast get the
+fallback's forecasts (:func:`fallback_for`: the one rule, Naive2 with the series' season, as
+the M4 competition's rules had it), counted, so no forecaster scores better for failing."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +10,9 @@ from ..data.store import Store
 from ..progress import Progress
 from .combination import Combination, combined
 from .protocol import Forecast
+from .registry import Unavailable
 from .saved import ForecastSet
-from .simple import Naive2
+from .simple import fallback_for
 
 
 def _split(fc: Forecast, sizes: list[int]) -> list[Forecast]:
@@ -24,22 +26,22 @@ def _split(fc: Forecast, sizes: list[int]) -> list[Forecast]:
     return [Forecast(p, q, m, failed=f) for p, q, m, f in zip(points, quants, members, failed)]
 
 
-def with_fallback(store: Store, fc: Forecast, ends: np.ndarray, fallback, name: str
-                  ) -> tuple[Forecast, list[str]]:
+def with_fallback(store: Store, fc: Forecast, ends: np.ndarray, fallback, name: str,
+                  taus: tuple = ()) -> tuple[Forecast, list[str]]:
     """``fc`` with the rows it could not forecast (any NaN) taken from ``fallback``'s forecast
-    (its quantiles, if any, collapse onto that point: an interval it did not give scores as
-    none), those rows marked in ``failed``; and the line that says so. A forecaster never
-    scores better for a series it could not forecast: it is scored on the fallback's."""
+    (its quantiles too, where the forecaster has quantiles), those rows marked in ``failed``;
+    and the line that says so. A forecaster never scores better for a series it could not
+    forecast: it is scored on the fallback's."""
     bad = ~np.isfinite(fc.point).all(axis=1)
     if not bad.any():
         return fc, []
-    fb = fallback.forecast(store, ends[bad]).point
+    fb = fallback.forecast(store, ends[bad], taus if fc.quantiles is not None else ())
     point = fc.point.copy()
-    point[bad] = fb
+    point[bad] = fb.point
     quant = fc.quantiles
     if quant is not None:
         quant = quant.copy()
-        quant[bad] = fb[..., None]
+        quant[bad] = fb.quantiles
     series = np.unique(store.series_of(ends[bad]))
     line = (f"warning: {name} gave no forecast for {len(series)} of {store.n_series} series "
             f"(first: '{store.ids[series[0]]}'); {fallback.name}'s stands in for them "
@@ -48,18 +50,18 @@ def with_fallback(store: Store, fc: Forecast, ends: np.ndarray, fallback, name: 
 
 
 def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (),
-        record: dict | None = None, fallback=None, progress: str | None = None
+        record: dict | None = None, *, season: int, progress: str | None = None
         ) -> ForecastSet:
     """Fit every forecaster on the training parts and forecast the windows of ``parts`` (all
     at once). A forecaster that fits no series at all is None (n/a); the series one could
-    not forecast get ``fallback``'s forecasts (default: Naive2 without a season, i.e. naive;
-    a competition passes Naive2 with its season, as the M4 rules did), counted and named.
-    ``progress``: the stage's name, to print which forecasters are done on a long run."""
+    not forecast get the fallback's forecasts (:func:`fallback_for` with ``season``),
+    counted and named. ``progress``: the stage's name, to print which forecasters are done
+    on a long run."""
     ends = {part: store.ends(part) for part in parts}
     every = np.concatenate(list(ends.values()))
     out: dict[str, dict[str, Forecast | None]] = {}
     warnings: list[str] = []
-    fallback = fallback if fallback is not None else Naive2(1)
+    fallback = fallback_for(season)
     fitted = False
     fitting = [f for f in forecasters if not isinstance(f, Combination)]
     bar = Progress(len(fitting), enabled=progress is not None,
@@ -71,7 +73,7 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
         warnings += f.fit(store)
         fc = f.forecast(store, every, taus)
         warnings += fc.warnings
-        if len(every) and np.isnan(fc.point).all():
+        if len(every) and isinstance(f, Unavailable):     # n/a here, with its reason
             out[f.name] = dict.fromkeys(ends)
             bar.step(fitting.index(f) + 1, f.name)
             continue
@@ -79,7 +81,7 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
             if not fitted:
                 fallback.fit(store)
                 fitted = True
-            fc, lines = with_fallback(store, fc, every, fallback, f.name)
+            fc, lines = with_fallback(store, fc, every, fallback, f.name, taus)
             warnings += lines
         out[f.name] = dict(zip(ends, _split(fc, [len(e) for e in ends.values()])))
         bar.step(fitting.index(f) + 1, f.name)

@@ -1,31 +1,42 @@
-"""The simple baselines, no torch: naive (the last value; intervals of a Gaussian random walk
-of the training part's steps), seasonal naive, the M4 competition's Naive2, and mean (each
-series' training mean)."""
+"""The simple baselines, no torch: naive, seasonal naive, the M4 competition's Naive2, and
+mean (each series' training mean), each with the standard error formulas' intervals
+(Hyndman and Athanasopoulos, Forecasting: Principles and Practice, 5.5), normal with the
+standard deviation of the training part's residuals, for step k of h:
+
+- naive: sigma sqrt(k) (a random walk; sigma of the one-step changes);
+- seasonal naive: sigma_m sqrt(ceil(k / m)) (sigma of the changes over one season m);
+- Naive2: naive's on the seasonally adjusted series, seasonality put back (a series without a
+  season: naive's);
+- mean: sigma sqrt(1 + 1 / T) (sigma of the T training values)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..data.store import Store
-from .protocol import Forecast
+from .protocol import Forecast, gaussian
+
+
+def _sd(y: np.ndarray, lag: int = 1) -> float:
+    """The standard deviation of a series' changes over ``lag`` steps (0 where too short)."""
+    d = np.asarray(y, dtype=np.float64)
+    d = d[lag:] - d[:-lag] if lag else d
+    return float(np.std(d, ddof=1)) if len(d) > 1 else 0.0
 
 
 class Naive:
     name = "naive"
 
     def fit(self, store: Store) -> list[str]:
-        self.sigma = np.array([np.std(np.diff(store.train_levels(i)), ddof=1)
-                               if len(store.train_levels(i)) > 2 else 0.0
-                               for i in range(store.n_series)])
+        self.sigma = np.array([_sd(store.train_levels(i)) for i in range(store.n_series)])
         return []
 
     def forecast(self, store, ends, taus=()):
         point = np.repeat(store.last(ends)[:, None], store.horizon, axis=1)
         if not taus:
             return Forecast(point)
-        from scipy.special import ndtri  # the standard normal's quantile function
-        steps = np.sqrt(np.arange(1, store.horizon + 1))          # a random walk: sqrt(h)
-        spread_ = self.sigma[store.series_of(ends)][:, None, None] * steps[None, :, None]
-        return Forecast(point, point[..., None] + spread_ * ndtri(np.asarray(taus)))
+        steps = np.sqrt(np.arange(1, store.horizon + 1))          # a random walk: sqrt(k)
+        return Forecast(point, gaussian(point, self.sigma[store.series_of(ends)][:, None]
+                                        * steps[None, :], taus))
 
 
 class SeasonalNaive:
@@ -37,14 +48,20 @@ class SeasonalNaive:
         self.season = season
 
     def fit(self, store):
+        self.sigma = np.array([_sd(store.train_levels(i), self.season)
+                               for i in range(store.n_series)])
         return []
 
     def forecast(self, store, ends, taus=()):
         k = np.arange(1, store.horizon + 1)
-        back = self.season * np.ceil(k / self.season).astype(np.int64)
-        rows = (ends - 1)[:, None] + k[None, :] - back[None, :]
+        seasons = np.ceil(k / self.season).astype(np.int64)
+        rows = (ends - 1)[:, None] + k[None, :] - self.season * seasons[None, :]
         start = store.offsets[store.series_of(ends)][:, None]   # never before its series
-        return Forecast(np.where(rows >= start, store.levels[np.maximum(rows, start)], np.nan))
+        point = np.where(rows >= start, store.levels[np.maximum(rows, start)], np.nan)
+        if not taus:
+            return Forecast(point)
+        sd = self.sigma[store.series_of(ends)][:, None] * np.sqrt(seasons)[None, :]
+        return Forecast(point, gaussian(point, sd, taus))
 
 
 def seasonal_indices(y: np.ndarray, m: int) -> np.ndarray | None:
@@ -79,14 +96,21 @@ class Naive2:
         self.season = season
 
     def fit(self, store):
-        self.si = [seasonal_indices(store.train_levels(i), self.season)
-                   for i in range(store.n_series)]
+        self.si, self.sigma = [], np.zeros(store.n_series)
+        for i in range(store.n_series):
+            y = store.train_levels(i)
+            si = seasonal_indices(y, self.season)
+            self.si.append(si)
+            # the one-step changes of the seasonally adjusted training part
+            self.sigma[i] = _sd(y if si is None else y / si[np.arange(len(y)) % self.season])
         return []
 
     def forecast(self, store, ends, taus=()):
-        point = np.repeat(store.last(ends)[:, None], store.horizon, axis=1)
+        last = store.last(ends)
         sid = store.series_of(ends)
         k = np.arange(1, store.horizon + 1)
+        # each target's seasonal index, and the last known value's (1 without a season)
+        target, known = np.ones((len(ends), store.horizon)), np.ones(len(ends))
         for i in np.unique(sid):
             si = self.si[i]
             if si is None:
@@ -94,8 +118,21 @@ class Naive2:
             r = np.flatnonzero(sid == i)
             t = ends[r] - 1 - store.offsets[i] - store.cuts.train_start[i]   # last known, own
             m = self.season
-            point[r] = (store.last(ends[r]) / si[t % m])[:, None] * si[(t[:, None] + k) % m]
-        return Forecast(point)
+            target[r], known[r] = si[(t[:, None] + k) % m], si[t % m]
+        adjusted = last / known                  # the last value of the adjusted series
+        point = adjusted[:, None] * target
+        if not taus:
+            return Forecast(point)
+        # naive's interval of the adjusted series, seasonality put back
+        sd = self.sigma[sid][:, None] * np.sqrt(k)[None, :] * target
+        return Forecast(point, gaussian(point, sd, taus))
+
+
+def fallback_for(season: int) -> Naive2:
+    """The forecaster that stands in wherever another cannot forecast (a series it cannot fit,
+    an interval it cannot give), the one rule for every forecaster: Naive2 with the season
+    (plain naive without one), as the M4 competition's rules had it."""
+    return Naive2(season)
 
 
 class Mean:
@@ -103,8 +140,14 @@ class Mean:
 
     def fit(self, store):
         self.means = np.array([np.mean(store.train_levels(i)) for i in range(store.n_series)])
+        self.sigma = np.array([_sd(store.train_levels(i), 0) * np.sqrt(
+            1 + 1 / max(1, len(store.train_levels(i)))) for i in range(store.n_series)])
         return []
 
     def forecast(self, store, ends, taus=()):
-        return Forecast(np.repeat(self.means[store.series_of(ends), None], store.horizon,
-                                  axis=1))
+        sid = store.series_of(ends)
+        point = np.repeat(self.means[sid, None], store.horizon, axis=1)
+        if not taus:
+            return Forecast(point)
+        return Forecast(point, gaussian(point, np.repeat(self.sigma[sid, None], store.horizon,
+                                                         axis=1), taus))

@@ -22,6 +22,10 @@ in the last bits.)
   reads the last :data:`FIT_HISTORY` values of the training part.
 - ``ses``: simple exponential smoothing (``AutoETS`` with model ANN); ``dot``: the Dynamic
   Optimized Theta method; ``ces``: ``AutoCES``, complex exponential smoothing.
+- ``m4_ses``, ``m4_holt``, ``m4_damped``: the M4 competition's benchmarks, SES, Holt's linear
+  trend and the damped trend (``AutoETS`` ANN, AAN, AAdN) on the seasonally adjusted series
+  (the multiplicative indices of Naive2: where the 90 % test finds a season), seasonality put
+  back into the forecasts and their intervals; their mean is the M4 competition's Comb.
 
 StatsForecast is imported only when one of these is asked for.
 """
@@ -34,13 +38,14 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
+from .names import STAT_FORECASTERS  # noqa: F401  (re-exported: statistical names)
 from .protocol import Forecast, central_intervals
 
 # StatsForecast compiles its models with numba on first use (AutoCES: about a minute); with
 # this set the compiled code is cached on disk, so later processes and pool workers reuse it
 os.environ.setdefault("NIXTLA_NUMBA_CACHE", "1")
 
-STAT_FORECASTERS = ("ses", "ets", "theta", "dot", "ces", "arima")
+M4 = {"m4_ses": ("ANN", False), "m4_holt": ("AAN", False), "m4_damped": ("AAN", True)}
 MAX_ARIMA_SEASON = 24
 # forward() of the Theta methods re-estimates the decomposition and drift on the history it is
 # given, and ARIMA's runs its filter afresh over it, at a cost that grows with its length:
@@ -64,6 +69,9 @@ def make(name: str, season: int):
     m = season if season > 1 else 1
     if name == "ses":          # simple exponential smoothing: ETS(A,N,N), alpha fitted
         return AutoETS(season_length=1, model="ANN")
+    if name in M4:             # on the seasonally adjusted series: no season of its own
+        model, damped = M4[name]
+        return AutoETS(season_length=1, model=model, damped=damped)
     if name == "ets":
         return AutoETS(season_length=m)
     if name == "theta":
@@ -83,16 +91,19 @@ def forecast_one(name: str, season: int, y: np.ndarray, fit_end: int, origins: n
     y = np.asarray(y, dtype=np.float64)
     model = make(name, season)
     bands: dict = {pct: ([], []) for pct in levels}
+    index = _season_index(name, y, fit_end, season, horizon)    # 1 without a season
+    y = y / index[:len(y)]
     try:
         model.fit(y[max(0, fit_end - FIT_HISTORY.get(name, fit_end)):fit_end])
         rows = []
         for o in origins:
             past = y[max(0, o - HISTORY[name]):o] if name in HISTORY else y[:o]
             f = model.forward(past, h=horizon, **({"level": list(levels)} if levels else {}))
-            rows.append(np.asarray(f["mean"], dtype=np.float64))
+            back = index[o:o + horizon]            # each target's seasonal index
+            rows.append(np.asarray(f["mean"], dtype=np.float64) * back)
             for pct in levels:
-                bands[pct][0].append(np.asarray(f[f"lo-{pct}"], dtype=np.float64))
-                bands[pct][1].append(np.asarray(f[f"hi-{pct}"], dtype=np.float64))
+                bands[pct][0].append(np.asarray(f[f"lo-{pct}"], dtype=np.float64) * back)
+                bands[pct][1].append(np.asarray(f[f"hi-{pct}"], dtype=np.float64) * back)
         out = np.stack(rows) if rows else np.zeros((0, horizon))
     # StatsForecast signals an unusable series in many ways (NotImplementedError for tiny
     # series, ValueError, numerical errors): each means "this forecaster cannot run here"
@@ -101,6 +112,17 @@ def forecast_one(name: str, season: int, y: np.ndarray, fit_end: int, origins: n
     if not np.isfinite(out).all():
         raise FitFailed("non-finite forecasts")
     return out, {pct: (np.stack(lo), np.stack(hi)) for pct, (lo, hi) in bands.items()}
+
+
+def _season_index(name: str, y: np.ndarray, fit_end: int, season: int, horizon: int
+                  ) -> np.ndarray:
+    """Each row's multiplicative seasonal index (len(y) + horizon,) for the M4 benchmarks,
+    from the fitted part (Naive2's indices, where the M4 rule finds a season); ones for
+    every other forecaster and every series without a season."""
+    from .simple import seasonal_indices
+    n = len(y) + horizon
+    si = seasonal_indices(y[:fit_end], season) if name in M4 else None
+    return np.ones(n) if si is None else si[np.arange(n) % season]
 
 
 def _task(args: tuple) -> tuple[np.ndarray | None, dict, str | None]:

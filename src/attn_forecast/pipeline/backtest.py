@@ -11,12 +11,11 @@ from ..data import splits
 from ..evaluation import significance
 from ..evaluation.backtest import aggregate
 from ..evaluation.scoring import evaluate, units
-from ..forecasters.combination import blends_of, with_combinations
 from ..forecasters.run import run
-from ..forecasters.saved import load, merge
-from ..forecasters.simple import Naive2
+from ..forecasters.saved import load
 from .field import field_of
 from .forecasting import check_data, parts, taus
+from .scoring import combined
 
 
 def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str | None = None,
@@ -36,11 +35,11 @@ def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str 
         fold = store.refit(splits.Cuts.from_dict(entry["cuts"]))
         chosen, _ = field_of(params, season, fold.n_features > 0, prior)
         base = run(fold, chosen + list(extra), parts(params, fold), taus(params),
-                   fallback=Naive2(season))
+                   season=season)
         model = load(Path(folds_dir) / entry["forecasts"])
-        fs = with_combinations(merge(model, base), e.combinations, fold,
-                               {**blends_of(e.blend), **(blends or {})})
-        ev = evaluate(fold, fs, noise_std=params.data.noise_std, conformal=e.conformal)
+        fs = combined(params, fold, model, base, e.conformal == "split", blends)
+        ev = evaluate(fold, fs, noise_std=params.data.noise_std, season=season,
+                      conformal=e.conformal)
         warnings += [f"fold {entry['fold']}: {line}" for line in ev.warnings]
         fold_metrics.append(ev.metrics)
         key = "mase_mean" if ev.metrics["n_series"] > 1 else "rmse"

@@ -4,21 +4,21 @@ section), its series prepared in memory, and the statistical field's forecasts o
 parts (without torch: an edit of the model's code never refits ARIMA)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from ..config.load import profile, read_yaml, resolved
+from ..config.load import SUBSETS, check_competition_file, profile, read_yaml, resolved
 from ..config.schema import Params
 from ..cpu import cores
 from ..data.store import Store
+from ..errors import ParamsError
 from ..forecasters.registry import baselines
 from ..forecasters.run import run
 from ..forecasters.saved import ForecastSet
-from ..forecasters.simple import Naive2
 from .data import prepared
 from .forecasting import baselines_record, parts, taus
 
-SUBSETS = {"m3": ("yearly", "quarterly", "monthly", "other"),
-           "m1": ("yearly", "quarterly", "monthly"), "tourism": ("yearly", "quarterly", "monthly")}
+__all__ = ["SUBSETS"]  # the competitions' subsets (config.load's), read by the stages
 
 
 def subset_params(path: str | Path, subset: str, overrides: dict | None = None,
@@ -32,13 +32,18 @@ def subset_params(path: str | Path, subset: str, overrides: dict | None = None,
     the same subset)."""
     path = Path(path)
     c = read_yaml(path) or {}
+    check_competition_file(path, c)
     raw = {"data": {"kind": "competition",
                     "competition": competition or c.get("competition", "m3"),
                     "subset": subset, "holdout": holdout or c.get("holdout", "test")}}
     raw.update({k: dict(v) for k, v in (overrides or {}).items() if k != "data"})
     root = path.resolve().parent.parent          # the project: competitions/ lies in it
     prof = profile(raw, root)
-    return resolved(raw, root, prof)[0], prof
+    try:
+        return resolved(raw, root, prof)[0], prof
+    except ParamsError as err:   # a rule across keys: of this file's settings of the subset
+        raise ParamsError(re.sub(r"^params\.yaml: ", f"{path} (all, then {subset}): ",
+                                 str(err))) from None
 
 
 def field_store(p: Params, prof: dict) -> Store:
@@ -63,4 +68,4 @@ def statistical_field(p: Params, store: Store, season: int) -> ForecastSet:
     chosen, _ = baselines([n for n in e.baselines if n != "zeroshot"], season=season,
                           ridge_alpha=e.ridge_alpha, features=False, jobs=cores())
     return run(store, chosen, parts(p, store), taus(p), baselines_record(p, store, season),
-               fallback=Naive2(season), progress="field")
+               season=season, progress="field")

@@ -6,11 +6,11 @@ from __future__ import annotations
 from ..config.schema import Params
 from ..cpu import cores
 from ..data.store import Store
+from ..errors import ParamsError
 from ..forecasters.protocol import Forecaster
 from ..forecasters.registry import baselines
 from ..forecasters.run import run
 from ..forecasters.saved import ForecastSet
-from ..forecasters.simple import Naive2
 from .forecasting import baselines_record, parts, taus
 
 
@@ -28,6 +28,11 @@ def field_of(p: Params, season: int, features: bool, prior: str | None,
         given={"zeroshot": ZeroShot(prior)} if "zeroshot" in e.baselines else None)
     why = "auto: none found in the training parts" if e.season == "auto" else \
         f"{e.season}; set a period or auto"
+    if e.blend and all(m in unavailable for m in e.blend):   # a blend of nothing
+        raise ParamsError(f"evaluate.blend {list(e.blend)}: none of its members can run here "
+                          f"({', '.join(f'{m}: {unavailable[m]}' for m in e.blend)}, "
+                          f"evaluate.season is {why}); add members that can (model, naive, ets, "
+                          "theta, ...) or set evaluate.blend to []")
     return chosen, {k: f"{v} (evaluate.season is {why})" for k, v in unavailable.items()}
 
 
@@ -39,4 +44,4 @@ def field(p: Params, store: Store, season: int, prior: str | None,
     chosen, unavailable = field_of(p, season, store.n_features > 0, prior, jobs)
     return run(store, chosen, parts(p, store), taus(p),
                {**baselines_record(p, store, season), "unavailable": unavailable},
-               fallback=Naive2(season), progress="baselines")
+               season=season, progress="baselines")

@@ -23,7 +23,7 @@ from .forecasting import check_data, parts
 
 def train_fold(prepared_dir: str, cuts: dict, settings, p, device: str, out: str,
                forecasts: str, key: str, threads: int, taus: tuple, parts: tuple,
-               prior_path: str | None = None) -> dict:
+               prior_path: str | None = None, season: int = 0) -> dict:
     """Train one fold's model on its training parts (scalers refitted there), save it and its
     forecasts of the fold's windows; run in a worker process, which imports torch itself."""
     set_threads(threads)
@@ -37,7 +37,8 @@ def train_fold(prepared_dir: str, cuts: dict, settings, p, device: str, out: str
     save_checkpoint(out, model, {"prepare": fold.meta(), "fold_key": key,
                                  "best_epoch": results[0].best_epoch,
                                  "history": results[0].history})
-    save_forecasts(forecasts, run(fold, [ModelForecaster(model, device)], parts, taus))
+    save_forecasts(forecasts, run(fold, [ModelForecaster(model, device)], parts, taus,
+                                  season=season))
     return {"seconds": sum(r.seconds for r in results), "epochs": len(results[0].history)}
 
 
@@ -52,7 +53,8 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
                  val_frac=pp.val_frac, cal_frac=pp.cal_frac,
                  wanted=("train", "test") + (("val",) if pp.val_frac else ())
                  + (("cal",) if pp.cal_frac else ()))
-    settings = member_settings(p, model_settings(p, store, check_data(p, store), prior_path))
+    season = check_data(p, store)
+    settings = member_settings(p, model_settings(p, store, season, prior_path))
     n = splits.counts(cuts[-1], "train", store.window, store.horizon, store.offset)
     threads = choose_threads(p.train.threads, step_flops(
         settings[0], max(resolve_batch(p.train.batch_size, int(n.sum())), 1)))
@@ -71,4 +73,4 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
     jobs = max(1, cores() // threads) if bt.jobs == "auto" else bt.jobs
     return entries, todo, {"settings": settings, "threads": threads, "jobs": jobs,
                            "device": str(device(p.train)), "prior": prior_path,
-                           "parts": train["parts"]}
+                           "parts": train["parts"], "season": season}

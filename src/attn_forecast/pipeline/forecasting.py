@@ -32,13 +32,9 @@ def check_norm(norm: str, season: int, window: int) -> None:
             f"({window}), got evaluate.season {season}")
 
 
-DEFAULT_LEVELS = (0.1, 0.5, 0.9)  # conformal intervals of a point forecast: the 80 % interval
-
-
 def taus(p: Params) -> tuple:
-    """The quantile levels intervals are scored at: the model's, or the conformal default."""
-    return tuple(p.model.quantiles) or (DEFAULT_LEVELS if p.evaluate.conformal == "split"
-                                        else ())
+    """The quantile levels every forecaster forecasts and intervals are scored at."""
+    return tuple(p.evaluate.quantiles)
 
 
 def parts(p: Params, store) -> tuple:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..config.schema import Params
 from ..data.store import Store
 from ..errors import UserInputError
+from ..evaluation.calibration import CalibrationSet, with_point_quantiles
 from ..evaluation.scoring import Evaluation, evaluate
 from ..forecasters.combination import blends_of, with_combinations
 from ..forecasters.saved import ForecastSet, merge
@@ -22,12 +23,31 @@ def check_fresh(fs: ForecastSet, base: ForecastSet, now: dict) -> None:
                              f"{', '.join(stale)}; run `dvc repro` so they are made again")
 
 
-def score(p: Params, store: Store, model: ForecastSet, base: ForecastSet) -> Evaluation:
+def combined(p: Params, store: Store, model: ForecastSet, base: ForecastSet,
+             calibrating: bool, blends: dict | None = None) -> ForecastSet:
+    """The model's and the baselines' forecasts and their combinations (evaluate.blend's
+    blend, and ``blends``: a benchmark's): where intervals are calibrated, a point forecast's
+    quantiles are its point (so every combination has quantiles to calibrate)."""
+    fs = merge(model, base)
+    if calibrating:
+        fs = with_point_quantiles(fs)
+    return with_combinations(fs, p.evaluate.combinations, store,
+                             {**blends_of(p.evaluate.blend), **(blends or {})})
+
+
+def score(p: Params, store: Store, model: ForecastSet, base: ForecastSet, season: int,
+          calibration: CalibrationSet | None = None) -> Evaluation:
     """The model's and the baselines' forecasts (and their combinations) scored on the test
-    windows."""
-    fs = with_combinations(merge(model, base), p.evaluate.combinations, store,
-                           blends_of(p.evaluate.blend))
-    ev = evaluate(store, fs, noise_std=p.data.noise_std, conformal=p.evaluate.conformal)
+    windows, their intervals calibrated on ``calibration`` (a competition's calibration cut),
+    or with evaluate.conformal split on the store's calibration part."""
+    split = p.evaluate.conformal == "split"
+    fs = combined(p, store, model, base, split or calibration is not None)
+    if p.evaluate.blend and "blend" not in fs.forecasts:
+        raise UserInputError(f"evaluate.blend {list(p.evaluate.blend)}: no member gave a "
+                             "forecast of the test part, so there is no blend; add members "
+                             "that can run here or set evaluate.blend to []")
+    ev = evaluate(store, fs, noise_std=p.data.noise_std, season=season,
+                  calibration=calibration, conformal=p.evaluate.conformal)
     ev.metrics["unavailable"] = base.record.get("unavailable", {})
     if "blend" in fs.record:                # its members and mean weights (the line)
         ev.blend = fs.record["blend"]

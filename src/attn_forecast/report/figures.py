@@ -41,12 +41,26 @@ def as_time(values: np.ndarray) -> np.ndarray:
     return pd.to_datetime(pd.Series(values.astype(str)), format="ISO8601").to_numpy()
 
 
+FAN_PCTS = (80, 95)   # the intervals the figures draw (every one is scored)
+
+
+def bands(pred: pd.DataFrame, column: str = "predicted", pcts=FAN_PCTS) -> list[tuple]:
+    """A forecaster's central intervals among the columns ``<column>_q<level>`` (q10, q2.5):
+    [(lower, upper, %)], those of ``pcts`` only."""
+    head = f"{column}_q"
+    levels = {float(c[len(head):]): c for c in pred.columns if c.startswith(head)}
+    out = []
+    for lo in sorted(levels):
+        hi = round(100 - lo, 6)
+        pct = round(100 - 2 * lo)
+        if lo < 50 and hi in levels and pct in pcts:
+            out.append((pred[levels[lo]].to_numpy(), pred[levels[hi]].to_numpy(), pct))
+    return out
+
+
 def model_bands(pred: pd.DataFrame) -> list[tuple]:
-    """The model's central intervals among the columns predicted_qXX: (lower, upper, %)."""
-    levels = sorted(int(c[len("predicted_q"):]) for c in pred.columns
-                    if c.startswith("predicted_q"))
-    return [(pred[f"predicted_q{lo:02d}"].to_numpy(), pred[f"predicted_q{100 - lo:02d}"]
-             .to_numpy(), 100 - 2 * lo) for lo in levels if lo < 50 and 100 - lo in levels]
+    """The model's 80 % and 95 % intervals (predicted_q10 ... columns)."""
+    return bands(pred, "predicted")
 
 
 def spans(store: Store, i: int, t: np.ndarray) -> dict:
@@ -105,6 +119,7 @@ def _jobs(fig_dir: Path, d: Inputs, shown: dict[str, str]) -> list[tuple]:
             dpi=d.dpi, bands=model_bands(one), title=title)))
         if which != "median":
             continue
+        jobs.append(_fan(fig_dir, d, i, one, t_all, t_test, sid if many else ""))
         others = [n for n in forecasters(d.metrics) if n != "model"
                   and f"{n}_rmse" in d.by_series]
         jobs.append(("overview", fig_dir / "overview.png", dict(
@@ -117,6 +132,22 @@ def _jobs(fig_dir: Path, d: Inputs, shown: dict[str, str]) -> list[tuple]:
             test_title="Test set: actual vs predicted"
             + (f" (median series {sid})" if many else ""))))
     return jobs + _attention(fig_dir, d, labels) + _extras(fig_dir, d)
+
+
+def _fan(fig_dir: Path, d: Inputs, i: int, one: pd.DataFrame, t_all, t_test, sid: str
+         ) -> tuple:
+    """The fan chart of the forecast to use (the blend, else the model): the series' recent
+    history, its forecasts of the test part with their 80 % and 95 % intervals, the truth."""
+    name = "blend" if "blend" in one and d.metrics.get("blend") else "model"
+    column = "predicted" if name == "model" else name
+    start = max(0, int(d.store.cuts.test_start[i]) - 3 * len(one))   # three test spans back
+    rows = np.arange(start, int(d.store.cuts.test_start[i]))
+    return ("fan", fig_dir / "fan.png", dict(
+        t_hist=t_all[rows], history=np.asarray(d.store.levels[d.store.rows(i)])[rows],
+        t_test=t_test, actual=one["actual"].to_numpy(), forecast=one[column].to_numpy(),
+        bands=bands(one, column), name=name, dpi=d.dpi,
+        title=f"The {name}'s forecasts of the test part, with its intervals"
+        + (f" (median series {sid})" if sid else "")))
 
 
 def _attention(fig_dir: Path, d: Inputs, labels) -> list[tuple]:

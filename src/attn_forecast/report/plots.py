@@ -23,7 +23,7 @@ STYLE = {
 }
 COLORS = {"actual": "#333333", "model": "#d62728", "naive": "#1f77b4", "ridge": "#2ca02c",
           "seasonal_naive": "#9467bd", "mean": "#8c564b", "ets": "#e377c2", "theta": "#17becf",
-          "arima": "#bcbd22", "ensemble": "#ff7f0e",
+          "arima": "#bcbd22", "ensemble": "#ff7f0e", "blend": "#e6550d",
           "train": "#1f77b4", "val": "#ff7f0e", "cal": "#9467bd", "test": "#2ca02c"}
 SPARE = ["#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896"]
 
@@ -216,6 +216,28 @@ def forecast(path, *, t_all, values, spans: dict[str, tuple], t_test, model, nai
         ax.set(title=title, xlabel="t", ylabel=units)
         ax.legend(ncol=3)
         _time_axis(ax, t_all)
+        fig.tight_layout()
+        _save(fig, path, dpi)
+
+
+def fan(path, *, t_hist, history, t_test, actual, forecast, bands, name: str = "model",
+        units: str = "value", dpi: int = 110, title: str = "") -> None:
+    """A fan chart: the recent history, the forecasts of the test part (each target's
+    one-step-ahead, or first-step, forecast) in their 80 % and 95 % intervals, the truth."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(11, 4.2))
+        c = color(name)
+        for lo, hi, pct in sorted(bands or [], key=lambda b: -b[2]):
+            ax.fill_between(t_test, lo, hi, color=c, alpha=0.15 + 0.15 * (pct < 90), lw=0,
+                            label=f"{pct} % interval")
+        ax.plot(t_hist, history, color=COLORS["actual"], lw=0.9, label="history")
+        ax.plot(t_test, actual, color=COLORS["actual"], lw=0, marker=".", ms=3,
+                label="truth (test part)")
+        ax.plot(t_test, forecast, color=c, lw=1.3, label=f"{name} forecast")
+        ax.set(title=title or f"The {name}'s forecasts and intervals", xlabel="t",
+               ylabel=units)
+        ax.legend(ncol=3)
+        _time_axis(ax, np.concatenate([np.asarray(t_hist), np.asarray(t_test)]))
         fig.tight_layout()
         _save(fig, path, dpi)
 

@@ -16,32 +16,47 @@ def _cell(v) -> str:
 
 
 def forecasters(metrics: dict) -> list[str]:
-    """The model and the baselines of a metrics file, in its order (None: not fitted)."""
-    return [k for k, v in metrics.items() if k not in META_KEYS and (v is None or
-                                                                      isinstance(v, dict))]
+    """The forecasters of a metrics file (None: not fitted), the blend first (the forecast
+    to use), then in the file's order."""
+    names = [k for k, v in metrics.items() if k not in META_KEYS and (v is None or
+                                                                       isinstance(v, dict))]
+    return sorted(names, key=lambda n: n != "blend")
 
 
 def _table(metrics: dict, names: list[str], cols: tuple) -> list[str]:
+    """One row a forecaster; the forecast to use in bold (the blend, else the model)."""
+    bold = "blend" if "blend" in names and metrics.get("blend") else "model"
     lines = ["| forecaster | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
     for name in names:
         row = metrics[name] or {}
-        label = f"**{name}**" if name == "model" else name
+        label = f"**{name}**" if name == bold else name
         lines.append(f"| {label} | " + " | ".join(_cell(row.get(c)) for c in cols) + " |")
     return lines
 
 
+SHOWN_PCTS = ("80", "95")   # the intervals the summary's table shows (every one is scored)
+
+
 def _intervals(metrics: dict, names: list[str]) -> list[str]:
-    """The interval scores of every forecaster that has intervals, and the ideal coverage."""
+    """The interval scores of every forecaster that has intervals (the 80 % and 95 %
+    intervals' coverage and width, WQL, MSIS, CRPS), how they were made, and the ideal
+    coverage."""
     rows = [n for n in names if metrics[n] and any(k.startswith("coverage_")
                                                    for k in metrics[n])]
     if not rows:
         return []
-    pcts = sorted({k.split("_")[1] for n in rows for k in metrics[n] if k.startswith("coverage_")})
-    cols = [c for p in pcts for c in (f"coverage_{p}", f"width_{p}", f"winkler_{p}")]
-    cols += ["pinball", "crps"] + (["quantile_rmse"] if "quantile_rmse" in metrics[rows[0]]
-                                   else [])
-    out = ["", "Intervals and quantiles (coverage: the share of targets inside the interval):",
-           ""] + _table(metrics, rows, tuple(cols))
+    have = {k.split("_")[1] for n in rows for k in metrics[n] if k.startswith("coverage_")}
+    pcts = [p for p in SHOWN_PCTS if p in have] or sorted(have)
+    cols = [f"coverage_{p}" for p in pcts] + [f"width_{p}" for p in pcts]
+    cols += [c for c in ("wql", "msis", "crps") if any(c in metrics[n] for n in rows)]
+    cols += ["quantile_rmse"] if "quantile_rmse" in metrics[rows[0]] else []
+    how: dict[str, list[str]] = {}
+    for n in rows:
+        how.setdefault(str(metrics[n].get("intervals", "own")), []).append(n)
+    out = ["", "Intervals and quantiles (coverage: the share of targets inside the interval; "
+           "WQL as fev and Chronos score it, MSIS as the M4 competition did):", ""] \
+        + _table(metrics, rows, tuple(cols)) + ["", "How they were made: " + "; ".join(
+            f"{k}: {', '.join(v)}" for k, v in how.items()) + "."]
     ideal = [f"{k.split('_')[-1]} %: {_cell(v)}" for k, v in metrics.items()
              if k.startswith("ideal_coverage_")]
     if ideal:

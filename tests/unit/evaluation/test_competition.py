@@ -152,7 +152,7 @@ def test_comb_and_model_plus_comb_are_equal_weight_means():
     store = _store([rs.uniform(50, 100, 40) for _ in range(3)], h=3, window=6)
     chosen, _ = baselines(["naive", "comb"], season=0, ridge_alpha=1.0, features=False)
     assert [f.name for f in chosen] == ["naive", "arima", "ets", "ces", "dot", "comb"]
-    fs = run(store, chosen, ("test",))
+    fs = run(store, chosen, ("test",), season=0)
     pts = {n: fs.forecasts[n]["test"].point for n in ("arima", "ets", "ces", "dot")}
     np.testing.assert_allclose(fs.forecasts["comb"]["test"].point,
                                np.mean(list(pts.values()), axis=0))

@@ -92,7 +92,7 @@ def test_interval_scores_by_hand():
     assert s["coverage_80"] == pytest.approx(1 / 3) and s["width_80"] == pytest.approx(2.0)
     # Winkler: width + 2 / 0.2 x miss: 2, 2 + 10 x 4, 2 + 10 x 2
     assert s["winkler_80"] == pytest.approx((2 + 42 + 22) / 3)
-    assert set(s) == {"pinball", "crps", "coverage_80", "width_80", "winkler_80"}
+    assert set(s) == {"pinball", "crps", "wql", "coverage_80", "width_80", "winkler_80"}
     assert central_intervals((0.05, 0.1, 0.5, 0.9, 0.95)) == [(0, 4, 90), (1, 3, 80)]
     assert central_intervals((0.1, 0.5)) == [] and central_intervals((0.5,)) == []
 
@@ -223,3 +223,206 @@ def test_a_series_1000_times_larger_gets_a_margin_1000_times_larger():
     e = np.maximum(-0.1 - r, r - 0.1)
     m = np.sort(np.concatenate([e, e]), axis=0)[_k(2 * n, 0.2) - 1]
     np.testing.assert_allclose(got[0, :, 2], 0.1 + m, rtol=1e-12)
+
+
+# ---------------------------------------------------------------- WQL, MSIS, coverage, at_levels
+# (independent checks: every expected value is written out by hand or computed in the test
+# from the definitions, never by the function under test)
+NINE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+ELEVEN = (0.025,) + NINE + (0.975,)
+
+
+def test_wql_by_hand_on_two_series_of_two_steps_without_the_outer_levels():
+    """y = [[2, -1], [3, 4]] (sum |y| = 10); every one of the nine levels at the point
+    m = [[1, 0], [3, 6]]: y - m = 1, -1, 0, -2, so level tau's summed pinball loss is
+    tau * 1 + (1 - tau) * 1 + 0 + (1 - tau) * 2 = 3 - 2 tau, its WQL (3 - 2 tau) / 5:
+    tau 0.1 -> 2 * 2.8 / 10 = 0.56, ..., tau 0.9 -> 2 * 1.2 / 10 = 0.24; mean 0.4.
+    The 0.025 and 0.975 levels sit at -100 and 100: were they averaged in, level 0.025 would
+    add 2 * 0.025 * (102 + 99 + 103 + 104) / 10 = 2.04 and level 0.975 2 * 0.025 * (98 + 101
+    + 97 + 96) / 10 = 1.96, and WQL would be (9 * 0.4 + 4.0) / 11 = 0.6909."""
+    y = np.array([[2.0, -1.0], [3.0, 4.0]])
+    m = np.array([[1.0, 0.0], [3.0, 6.0]])
+    q = np.concatenate([np.full((2, 2, 1), -100.0), np.repeat(m[..., None], 9, axis=-1),
+                        np.full((2, 2, 1), 100.0)], axis=-1)
+    per_level = [0.56, 0.52, 0.48, 0.44, 0.40, 0.36, 0.32, 0.28, 0.24]
+    assert np.mean(per_level) == pytest.approx(0.4)
+    assert Q.wql(y, q, ELEVEN) == pytest.approx(0.4, abs=1e-12)
+    num, den = Q.wql_parts(y, q, ELEVEN)
+    assert den == pytest.approx(10.0)
+    np.testing.assert_allclose(num / den, per_level, atol=1e-12)
+    # the nine alone, without the outer two, give the same
+    assert Q.wql(y, q[..., 1:10], NINE) == pytest.approx(0.4, abs=1e-12)
+    # what averaging in the outer two would have given: the test can tell the two apart
+    assert (9 * 0.4 + 2.04 + 1.96) / 11 == pytest.approx(0.690909, abs=1e-6)
+
+
+def test_wql_with_three_levels_averages_those_three_by_hand():
+    """Levels 0.25, 0.5, 0.75 (not fev's nine): the mean over those three. y = [[2, -1], [3,
+    4]], sum |y| = 10; q_0.25 = y - 1 (each target above by 1: 0.25 x 1, summed 1.0, WQL
+    2 x 1 / 10 = 0.2), q_0.5 = y (0), q_0.75 = y + 2 (each below by 2: 0.25 x 2, summed 2.0,
+    WQL 0.4): the mean (0.2 + 0 + 0.4) / 3 = 0.2."""
+    y = np.array([[2.0, -1.0], [3.0, 4.0]])
+    q = np.stack([y - 1, y, y + 2], axis=-1)
+    assert Q.wql(y, q, (0.25, 0.5, 0.75)) == pytest.approx(0.2, abs=1e-12)
+    # all-zero targets: no WQL
+    assert Q.wql(np.zeros((2, 2)), q, (0.25, 0.5, 0.75)) is None
+
+
+def test_wql_matches_the_fev_formula_written_out_on_random_quantiles():
+    rng = np.random.default_rng(11)
+    y = rng.normal(5.0, 3.0, size=(7, 3))
+    q = np.sort(rng.normal(5.0, 3.0, size=(7, 3, 11)), axis=-1)
+    want = []
+    for k, tau in enumerate(ELEVEN):
+        if tau not in NINE:
+            continue
+        d = y - q[..., k]
+        want.append(2 * np.sum(np.maximum(tau * d, (tau - 1) * d)) / np.sum(np.abs(y)))
+    assert len(want) == 9
+    assert Q.wql(y, q, ELEVEN) == pytest.approx(float(np.mean(want)), rel=1e-12)
+    s = Q.interval_scores(y, q, ELEVEN)
+    assert s["wql"] == pytest.approx(float(np.mean(want)), rel=1e-12)
+    # and pinball and CRPS average over all eleven levels
+    d = y[..., None] - q
+    t = np.asarray(ELEVEN)
+    pin = np.mean(np.maximum(t * d, (t - 1) * d))
+    assert s["pinball"] == pytest.approx(pin, rel=1e-12)
+    assert s["crps"] == pytest.approx(2 * pin, rel=1e-12)
+
+
+def test_msis_by_hand_two_series_with_different_scales():
+    """Levels 0.025, 0.5, 0.975; H = 2. Series A (scale 2), one window: [L, U] = [0, 10],
+    y = 5 (inside: 10) and y = -2 (below L by 2: 10 + 40 x 2 = 90): mean 50, / 2 = 25.
+    Series B (scale 4), two windows: [0, 4] with y = 7 (above U by 3: 4 + 40 x 3 = 124) and
+    y = 2 (inside: 4); [1, 3] with y = 2, 2 (2 each): mean over its four targets
+    (124 + 4 + 2 + 2) / 4 = 33, / 4 = 8.25. MSIS = (25 + 8.25) / 2 = 16.625 (the mean over
+    windows instead would be (25 + 16 + 0.5) / 3 = 13.83)."""
+    taus = (0.025, 0.5, 0.975)
+    y = np.array([[5.0, -2.0], [7.0, 2.0], [2.0, 2.0]])
+    lo = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]])
+    hi = np.array([[10.0, 10.0], [4.0, 4.0], [3.0, 3.0]])
+    q = np.stack([lo, (lo + hi) / 2, hi], axis=-1)
+    scale = np.array([2.0, 4.0, 4.0])
+    sid = np.array([0, 1, 1])
+    s = Q.interval_scores(y, q, taus, scale, sid)
+    assert s["msis"] == pytest.approx(16.625, abs=1e-12)
+    np.testing.assert_allclose(Q.msis_per_window(y, q, taus, scale), [25.0, 16.0, 0.5])
+    # coverage, width and Winkler of the 95 % interval over all six targets
+    assert s["coverage_95"] == pytest.approx(4 / 6)
+    assert s["width_95"] == pytest.approx((10 + 10 + 4 + 4 + 2 + 2) / 6)
+    assert s["winkler_95"] == pytest.approx((10 + 90 + 124 + 4 + 2 + 2) / 6)
+    assert set(s) == {"pinball", "crps", "wql", "coverage_95", "width_95", "winkler_95", "msis"}
+    # without scales, or without the 0.025 / 0.975 levels: no MSIS
+    assert "msis" not in Q.interval_scores(y, q, taus)
+    q80 = np.stack([lo, (lo + hi) / 2, hi], axis=-1)
+    assert "msis" not in Q.interval_scores(y, q80, (0.1, 0.5, 0.9), scale, sid)
+    assert Q.msis_per_window(y, q80, (0.1, 0.5, 0.9), scale) is None
+
+
+def test_the_exact_normal_quantiles_cover_at_their_nominal_levels_and_score_best():
+    rng = np.random.default_rng(2024)
+    y = rng.normal(size=(20_000, 1))
+    exact = np.broadcast_to(norm.ppf(ELEVEN), (20_000, 1, 11))
+    s = Q.interval_scores(y, exact, ELEVEN)
+    assert abs(s["coverage_80"] - 0.8) < 0.01
+    assert abs(s["coverage_95"] - 0.95) < 0.005
+    # the share inside, counted here
+    assert s["coverage_80"] == pytest.approx(np.mean(np.abs(y) <= norm.ppf(0.9)))
+    shifted = exact + 0.5
+    narrow = 0.5 * exact
+    for wrong in (shifted, narrow):
+        w = Q.interval_scores(y, wrong, ELEVEN)
+        assert s["wql"] < w["wql"] and s["crps"] < w["crps"]
+    # too narrow covers far less
+    assert Q.interval_scores(y, narrow, ELEVEN)["coverage_80"] < 0.6
+
+
+def test_at_levels_is_exact_at_known_levels_and_monotone_on_random_inputs():
+    from attn_forecast.forecasters.protocol import at_levels
+    rng = np.random.default_rng(7)
+    q = np.sort(rng.normal(size=(50, 3, 9)) * rng.uniform(0.1, 10, size=(50, 3, 1)), axis=-1)
+    want = (0.01, 0.025, 0.05, 0.1, 0.15, 0.5, 0.55, 0.9, 0.95, 0.975, 0.99)
+    got = at_levels(q, NINE, want)
+    assert got.shape == (50, 3, len(want))
+    assert (np.diff(got, axis=-1) >= 0).all()
+    # exact at the known levels
+    np.testing.assert_allclose(got[..., 3], q[..., 0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got[..., 5], q[..., 4], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got[..., 7], q[..., 8], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(at_levels(q, NINE, (0.1, 0.5, 0.9)), q[..., [0, 4, 8]],
+                               rtol=0, atol=1e-12)
+    # between two known levels, linear in the normal score: 0.55 between 0.5 and 0.6
+    z = norm.ppf
+    frac = (z(0.55) - z(0.5)) / (z(0.6) - z(0.5))
+    np.testing.assert_allclose(got[..., 6], q[..., 4] + frac * (q[..., 5] - q[..., 4]),
+                               rtol=1e-10, atol=1e-10)
+    # past the outermost, along the line through the two nearest (0.1 and 0.2; 0.8 and 0.9)
+    lo = (z(0.025) - z(0.1)) / (z(0.2) - z(0.1))
+    np.testing.assert_allclose(got[..., 1], q[..., 0] + lo * (q[..., 1] - q[..., 0]),
+                               rtol=1e-10, atol=1e-10)
+    hi = (z(0.975) - z(0.8)) / (z(0.9) - z(0.8))
+    np.testing.assert_allclose(got[..., 9], q[..., 7] + hi * (q[..., 8] - q[..., 7]),
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_at_levels_recovers_a_normals_tails_from_its_nine_quantiles():
+    """A normal's quantiles are mu + sigma z: exactly linear in the normal score, so the
+    0.025 and 0.975 levels extrapolated from the nine are the normal's own."""
+    from attn_forecast.forecasters.protocol import at_levels
+    mu = np.array([[0.0], [10.0], [-3.0]])
+    sd = np.array([[1.0], [2.5], [0.1]])
+    q = mu[..., None] + sd[..., None] * norm.ppf(NINE)
+    got = at_levels(q, NINE, ELEVEN)
+    want = mu[..., None] + sd[..., None] * norm.ppf(ELEVEN)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got[..., 0], mu + sd * -1.959963984540054, rtol=1e-9)
+
+
+def test_margins_by_hand_on_a_tiny_calibration_set():
+    """Levels 0.025, 0.1, 0.5, 0.9, 0.975; nine calibration windows of one step, intervals
+    [-2, 2] (95 %) and [-1, 1] (80 %) around 0, in units of each window (unit 1 except the
+    last two, unit 2). y: 0, 0.5, -1.5, 3, -2.5, 1, 0.2, 8, -6.
+    95 % scores max(-2 - y, y - 2) / u: -2, -1.5, -0.5, 1, 0.5, -1, -1.8, 3, 2 ->
+    rank ceil(10 x 0.95) = 10 -> min(10, 9) = 9: the largest, 3.
+    80 % scores max(-1 - y, y - 1) / u: -1, -0.5, 0.5, 2, 1.5, 0, -0.8, 3.5, 2.5 ->
+    rank ceil(10 x 0.8) = 8: sorted -1, -0.8, -0.5, 0, 0.5, 1.5, 2, 2.5, 3.5 -> 2.5."""
+    taus = (0.025, 0.1, 0.5, 0.9, 0.975)
+    y = np.array([0.0, 0.5, -1.5, 3.0, -2.5, 1.0, 0.2, 8.0, -6.0])[:, None]
+    q_cal = np.broadcast_to(np.array([-2.0, -1.0, 0.0, 1.0, 2.0]), (9, 1, 5))
+    u = np.r_[np.ones(7), 2.0, 2.0]
+    m = Q.margins(q_cal, y, taus, u)
+    assert m.shape == (1, 2)        # (H, P), the widest pair first
+    np.testing.assert_allclose(m, [[3.0, 2.5]])
+    # widened, in a window of unit 10: the 95 % pair by 30, the 80 % pair by 25
+    got = Q.widen(np.array([[[-2.0, -1.0, 0.0, 1.0, 2.0]]]), m, taus, np.array([10.0]))
+    np.testing.assert_allclose(got, [[[-32.0, -26.0, 0.0, 26.0, 32.0]]])
+
+
+def test_widened_quantiles_never_cross_whatever_the_margins():
+    """Margins of nested pairs may cross (80 % wider than 95 %) or be negative (narrower than
+    the median allows): the result stays sorted along the levels, the median unchanged."""
+    from attn_forecast.forecasters.protocol import gaussian
+    rng = np.random.default_rng(5)
+    taus = ELEVEN
+    q = gaussian(rng.normal(size=(30, 4)), rng.uniform(0.1, 2.0, size=(30, 4)), taus)
+    for _ in range(20):
+        m = rng.normal(0, 3.0, size=(4, len(central_intervals(taus))))
+        got = Q.widen(q, m, taus, rng.uniform(0.5, 2.0, size=30))
+        assert (np.diff(got, axis=-1) >= 0).all()
+        np.testing.assert_array_equal(got[..., 5], q[..., 5])
+    # a pair whose margin is the largest moves out by it
+    m = np.zeros((4, 5))
+    m[:, 0] = 1.0                      # the 95 % pair only, by 1 unit
+    got = Q.widen(q, m, taus, np.full(30, 2.0))
+    np.testing.assert_allclose(got[..., 0], q[..., 0] - 2.0)
+    np.testing.assert_allclose(got[..., 10], q[..., 10] + 2.0)
+    np.testing.assert_allclose(got[..., 1:10], q[..., 1:10])
+
+
+def test_level_names_and_central_pairs_of_the_eleven_levels():
+    from attn_forecast.forecasters.protocol import level_name
+    assert [level_name(t) for t in (0.025, 0.1, 0.5, 0.9, 0.975)] == \
+        ["q2.5", "q10", "q50", "q90", "q97.5"]
+    assert [pct for _, _, pct in central_intervals(ELEVEN)] == [95, 80, 60, 40, 20]
+    assert central_intervals(ELEVEN)[0] == (0, 10, 95) and central_intervals(ELEVEN)[1] == \
+        (1, 9, 80)

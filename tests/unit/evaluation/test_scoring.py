@@ -24,7 +24,8 @@ from attn_forecast.forecasters.protocol import Forecast
 from attn_forecast.forecasters.run import run
 from attn_forecast.forecasters.saved import ForecastSet, merge
 from attn_forecast.forecasters.registry import baselines
-from attn_forecast.evaluation.scoring import evaluate, model_intervals, units
+from attn_forecast.evaluation.calibration import scales, with_point_quantiles
+from attn_forecast.evaluation.scoring import evaluate, units
 from attn_forecast.evaluation.tables import tables
 from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
@@ -60,7 +61,7 @@ def _series(n=N, seed=5, level=10.0, scale=1.0) -> np.ndarray:
 
 def _baselines(store, names, season, parts=("test",), taus=()):
     chosen, unavailable = baselines(names, season=season, ridge_alpha=1.0, features=False)
-    return run(store, chosen, parts, taus, {"unavailable": unavailable})
+    return run(store, chosen, parts, taus, {"unavailable": unavailable}, season=season)
 
 
 def _with_model(store, fs, seed=0, noise=0.05):
@@ -198,19 +199,22 @@ def test_a_panel_of_one_series_is_scored_exactly_as_that_series_alone(tmp_path):
 
 
 # ---------------------------------------------------------------- forecasters not fitted
-def test_a_baseline_that_cannot_be_fitted_is_null_with_a_warning():
-    """A real failure: ETS needs more than 6 training values; this series has 5."""
+def test_a_baseline_that_cannot_be_fitted_anywhere_keeps_its_row_on_the_fallbacks():
+    """A real failure: ETS needs more than 6 training values; this series has 5. Naive2
+    (naive: no season) stands in for every series, each counted as failed: the row stays,
+    scored exactly as the fallback."""
     store = _store([np.sin(np.arange(9.0)) + 3], window=2, test=0.34)
     fs = _with_model(store, _baselines(store, ["naive", "ets", "theta"], 0))
     ev = evaluate(store, fs, noise_std=None)
-    assert ev.metrics["ets"] is None and ev.forecasts["ets"] is None
+    np.testing.assert_array_equal(ev.forecasts["ets"], ev.forecasts["naive"])
+    assert ev.metrics["ets"]["n_failed"] == 1 and ev.metrics["ets"]["rmse"] == \
+        ev.metrics["naive"]["rmse"]
     assert isinstance(ev.metrics["theta"], dict)
-    assert len(ev.warnings) == 1 and "ets could not be fitted on 1 of 1 series" in \
-        ev.warnings[0]
-    assert "ets" not in ev.metrics["significance"] and "theta" in ev.metrics["significance"]
+    assert "ets could not be fitted on 1 of 1 series" in ev.warnings[0]
+    assert "naive2's stands in for them (counted in ets.n_failed)" in ev.warnings[1]
+    assert "ets" in ev.metrics["significance"] and "theta" in ev.metrics["significance"]
     out = tables(ev, store)
-    assert "ets" not in out["predictions"] and "theta" in out["predictions"]
-    assert "ets" not in out["horizon"]
+    assert "ets" in out["predictions"] and "ets" in out["horizon"]
 
 
 def test_a_series_a_forecaster_could_not_fit_is_scored_on_naive2s_forecast_and_counted():
@@ -254,25 +258,34 @@ def test_conformal_intervals_are_pooled_in_each_series_units():
     a = _series(200, seed=6)
     store = _store([a, 1000 * a], horizon=3, test=0.2, cal=0.3)
     fs = _baselines(store, ["naive", "mean"], 0, ("test", "cal"), TAUS)
-    u = units(store)
-    np.testing.assert_allclose(u, [2 / 1001, 2000 / 1001], rtol=1e-12)
-    q = model_intervals(fs, store, "split", u)
+    point_mean = fs.forecasts["mean"]["cal"].point
+    u = scales(store)
+    np.testing.assert_allclose(u, [u[0], 1000 * u[0]], rtol=1e-12)
+    ev = evaluate(store, with_point_quantiles(fs), noise_std=None, conformal="split")
+    q = ev.quantiles
     sid = store.series_of(fs.ends["test"])
     for name in ("naive", "mean"):
         np.testing.assert_allclose(q[name][sid == 1], 1000 * q[name][sid == 0], rtol=1e-9)
-    # the mean's interval by hand: the point -+ the ceil((n + 1) 0.8)-th pooled score
+        assert ev.metrics[name]["intervals"] == "calibrated"
+    # a point forecast's interval by hand (its quantiles made its point): the point -+ the
+    # ceil((n + 1) 0.8)-th pooled absolute residual in units
+    fs.forecasts["mean"] = {part: Forecast(f.point) for part, f in fs.forecasts["mean"].items()}
+    ev = evaluate(store, with_point_quantiles(fs), noise_std=None, conformal="split")
     cal = fs.ends["cal"]
-    res = np.abs(store.targets(cal) - fs.forecasts["mean"]["cal"].point) / \
-        u[store.series_of(cal)][:, None]
+    res = np.abs(store.targets(cal) - point_mean) / u[store.series_of(cal)][:, None]
     k = math.ceil((len(cal) + 1) * 0.8)
     margin = np.sort(res, axis=0)[k - 1]
-    np.testing.assert_allclose(q["mean"][sid == 0][..., 2] - q["mean"][sid == 0][..., 1],
-                               np.broadcast_to(margin * u[0], ((sid == 0).sum(), 3)),
-                               rtol=1e-9)
-    # without conformal calibration: only the forecasters' own quantiles
-    own = model_intervals(fs, store, "none", u)
-    assert set(own) == {"naive"}
-    np.testing.assert_array_equal(own["naive"], fs.forecasts["naive"]["test"].quantiles)
+    got = ev.quantiles["mean"][sid == 0]
+    np.testing.assert_allclose(got[..., 2] - got[..., 1],
+                               np.broadcast_to(margin * u[0], ((sid == 0).sum(), 3)), rtol=1e-9)
+    np.testing.assert_allclose(ev.intervals["forecasters"]["mean"]["margins"][0][0], margin[0],
+                               rtol=1e-6)
+    # without conformal calibration: each forecaster's own quantiles
+    base = _baselines(store, ["naive"], 0, ("test", "cal"), TAUS)
+    own = evaluate(store, base, noise_std=None)
+    np.testing.assert_array_equal(own.quantiles["naive"],
+                                  base.forecasts["naive"]["test"].quantiles)
+    assert own.metrics["naive"]["intervals"] == "own"
 
 
 # ---------------------------------------------------------------- significance and tables
@@ -339,9 +352,10 @@ def test_the_summary_names_an_unavailable_baseline_and_a_failed_one():
     assert ev.metrics["seasonal_naive"] is None and ev.forecasts["seasonal_naive"] is None
     ev.metrics["unavailable"] = base.record["unavailable"]
     md = summary_markdown(ev.metrics, Params())
-    assert "| seasonal_naive | n/a | n/a |" in md and "| ets | n/a |" in md
+    assert "| seasonal_naive | n/a | n/a |" in md and "| ets | n/a |" not in md
     assert "seasonal_naive is n/a: no season." in md
-    assert "Not fitted (too short or constant): ets." in md
+    assert "Scored on a fallback's forecasts (naive2) where they gave none: ets on 1 series" \
+        in md
     assert "### Test metrics (" in md and "over 1 series" not in md
 
 

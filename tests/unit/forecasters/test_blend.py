@@ -11,8 +11,9 @@ import pytest
 from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 from attn_forecast.evaluation.scoring import evaluate
-from attn_forecast.forecasters.combination import (blends_of, inverse_error_weights,
-                                                   learn_blend, with_combinations)
+from attn_forecast.forecasters.combination import (Blend, blended, blends_of,
+                                                   inverse_error_weights, learn_blend, rule,
+                                                   with_combinations)
 from attn_forecast.forecasters.future import FUTURE_MEMBERS, future
 from attn_forecast.forecasters.run import run
 from attn_forecast.forecasters.simple import Mean, Naive, SeasonalNaive
@@ -38,7 +39,7 @@ def _store(val=0.2):
 
 def _forecasts(store):
     members = [Naive(), SeasonalNaive(SEASON), Mean()]
-    return run(store, members, ("test", "val"))
+    return run(store, members, ("test", "val"), season=0)
 
 
 def test_weights_are_the_inverse_error_of_the_members_near_the_best():
@@ -83,7 +84,7 @@ def test_the_blend_never_reads_the_test_part():
 
 def test_without_a_validation_part_every_member_weighs_the_same():
     store = _store(val=0.0)
-    fs = run(store, [Naive(), Mean()], ("test",))
+    fs = run(store, [Naive(), Mean()], ("test",), season=0)
     b = learn_blend(fs, store, ["naive", "mean", "absent"])
     assert b.members == ["naive", "mean"] and "equal weights" in b.rule
     np.testing.assert_allclose(b.weights, 0.5)
@@ -98,35 +99,98 @@ def test_a_member_the_blend_cannot_use_is_left_out_not_the_blend():
 # ---------------------------------------------------------------- the forecast command's members
 def test_future_members_refitted_on_the_whole_series():
     y = np.r_[np.tile([1.0, 2.0, 3.0], 10)]
-    np.testing.assert_array_equal(future("naive", 3, y, 4), [3, 3, 3, 3])
-    np.testing.assert_array_equal(future("seasonal_naive", 3, y, 4), [1, 2, 3, 1])
-    np.testing.assert_allclose(future("mean", 3, y, 2), [2, 2])
-    np.testing.assert_allclose(future("naive2", 3, y, 3), [1, 2, 3])   # the season put back
+    np.testing.assert_array_equal(future("naive", 3, y, 4)[0], [3, 3, 3, 3])
+    np.testing.assert_array_equal(future("seasonal_naive", 3, y, 4)[0], [1, 2, 3, 1])
+    np.testing.assert_allclose(future("mean", 3, y, 2)[0], [2, 2])
+    np.testing.assert_allclose(future("naive2", 3, y, 3)[0], [1, 2, 3])  # the season put back
     with pytest.raises(FitFailed):
         future("seasonal_naive", 0, y, 2)
     assert set(FUTURE_MEMBERS) >= {"ets", "theta", "arima"}
+
+
+@pytest.mark.parametrize("name", ["naive", "seasonal_naive", "naive2", "mean"])
+def test_a_simple_members_future_intervals_are_the_pipelines_on_the_same_history(name):
+    """The forecast command's member on a history is the pipeline's forecaster fitted on that
+    history as its training part, forecasting the window right after it: points and
+    quantiles alike."""
+    from attn_forecast.forecasters.registry import baselines
+    store = _store(val=0.0)
+    taus = (0.025, 0.1, 0.5, 0.9, 0.975)
+    chosen, _ = baselines([name], season=SEASON, ridge_alpha=1.0, features=False)
+    f = chosen[0]
+    f.fit(store)
+    ends = store.ends("test")
+    for i in range(store.n_series):
+        first = ends[store.series_of(ends) == i][0]       # right after the training part
+        y = store.train_levels(i)
+        want = f.forecast(store, np.array([first]), taus)
+        point, quant = future(name, SEASON, y, store.horizon, taus)
+        np.testing.assert_allclose(point, want.point[0], rtol=1e-12)
+        np.testing.assert_allclose(quant, want.quantiles[0], rtol=1e-12)
 
 
 def test_a_statistical_members_future_is_statsforecasts_own_forecast_of_the_whole_series():
     from statsforecast.models import AutoETS
     rs = np.random.default_rng(1)
     y = 10 + np.cumsum(rs.normal(0, 1, 80))
-    own = AutoETS(season_length=1).forecast(y, h=3)["mean"]
-    np.testing.assert_allclose(future("ets", 1, y, 3), own, rtol=1e-9)
+    own = AutoETS(season_length=1).forecast(y, h=3, level=[80, 95])
+    point, quant = future("ets", 1, y, 3, (0.025, 0.1, 0.5, 0.9, 0.975))
+    np.testing.assert_allclose(point, own["mean"], rtol=1e-9)
+    np.testing.assert_allclose(quant, np.stack([own["lo-95"], own["lo-80"], own["mean"],
+                                                own["hi-80"], own["hi-95"]], axis=1),
+                               rtol=1e-9)
 
 
-def test_the_blends_quantiles_are_the_models_spread_centred_on_the_blend():
-    """With the model a member (here naive's forecast with quantiles in the model's place),
-    the blend's quantiles keep the model's spread around the blend's own point, so its
-    intervals are scored (or calibrated) like every forecaster's."""
+def test_the_blends_quantiles_are_its_members_weighted_level_by_level():
+    """The blend's quantiles are its members' quantiles averaged level by level with each
+    series' weights: a member of weight 0 adds nothing to them (its spread included)."""
     store = _store()
-    fs = run(store, [Naive(), Mean()], ("test", "val"), taus=(0.1, 0.5, 0.9))
-    fs.forecasts["model"] = fs.forecasts.pop("naive")
-    fs = with_combinations(fs, [], store, blends_of(["model", "mean"]))
-    model, blend = fs.forecasts["model"]["test"], fs.forecasts["blend"]["test"]
-    np.testing.assert_allclose(blend.quantiles - blend.point[..., None],
-                               model.quantiles - model.point[..., None])
-    assert not np.allclose(blend.point, model.point)
-    alone = with_combinations(run(store, [Naive(), Mean()], ("test", "val")), [], store,
-                              blends_of(["naive", "mean"]))
-    assert alone.forecasts["blend"]["test"].quantiles is None   # no model: no quantiles
+    taus = (0.1, 0.5, 0.9)
+    fs = run(store, [Naive(), Mean()], ("test", "val"), taus=taus, season=0)
+    fs = with_combinations(fs, [], store, blends_of(["naive", "mean"]))
+    w = np.asarray(list(fs.record["blend"]["series"].values()))[
+        store.series_of(fs.ends["test"])]
+    want = w[:, 0, None, None] * fs.forecasts["naive"]["test"].quantiles \
+        + w[:, 1, None, None] * fs.forecasts["mean"]["test"].quantiles
+    np.testing.assert_allclose(fs.forecasts["blend"]["test"].quantiles, want, rtol=1e-6)
+    # a member that takes no weight on a series: the blend there is the other's, spread too
+    zero = Blend(["naive", "mean"], np.tile([1.0, 0.0], (store.n_series, 1)), "test")
+    fs.forecasts["mean"]["test"].quantiles[:] = np.nan      # never read where its weight is 0
+    got = blended(fs, store, zero)["test"]
+    np.testing.assert_array_equal(got.quantiles, fs.forecasts["naive"]["test"].quantiles)
+    # a member without quantiles: the blend has none (a point only)
+    alone = with_combinations(run(store, [Naive(), Mean()], ("test", "val"), season=0), [],
+                              store, blends_of(["naive", "mean"]))
+    assert alone.forecasts["blend"]["test"].quantiles is None
+
+
+def test_an_exact_member_shares_the_weight_below_the_floor_and_a_flat_series_weighs_alike():
+    """An MSE below the floor (FLOOR x the series' squared naive error) counts as the floor:
+    a member exact on the validation part no longer takes all the weight from one that is
+    nearly so; the trim is on MSE (3x the best)."""
+    floor = np.array([1.0, 1.0])
+    w = inverse_error_weights(np.array([[0.0, 0.5, 2.0], [0.0, 4.0, 2.0]]), floor=floor)
+    # row 0: 0 and 0.5 both count as 1.0, 2.0 is within 3x: weights 1, 1, 0.5
+    np.testing.assert_allclose(w[0], np.array([1, 1, 0.5]) / 2.5)
+    # row 1: 4.0 is more than 3x the floored best (1.0): left out
+    np.testing.assert_allclose(w[1], np.array([1, 0, 0.5]) / 1.5)
+    assert "3x the best MSE (about 1.7x its RMSE)" in rule()
+
+
+def test_the_blends_failed_rows_are_those_of_members_with_weight():
+    """A member that failed on a series (the fallback's forecast there) marks the blend's
+    rows failed only where it has weight on that series; its NaN never reaches the blend."""
+    store = _store()
+    taus = (0.1, 0.5, 0.9)
+    fs = run(store, [Naive(), Mean()], ("test", "val"), taus=taus, season=0)
+    ends = fs.ends["test"]
+    sid = store.series_of(ends)
+    mean = fs.forecasts["mean"]["test"]
+    mean.failed = sid == 0
+    mean.point[sid == 0] = np.nan
+    b = Blend(["naive", "mean"], np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]]), "test")
+    got = blended(fs, store, b)["test"]
+    np.testing.assert_array_equal(got.failed, np.zeros(len(ends), dtype=bool))
+    assert np.isfinite(got.point).all()
+    b = Blend(["naive", "mean"], np.array([[0.5, 0.5], [0.5, 0.5], [0.0, 1.0]]), "test")
+    np.testing.assert_array_equal(blended(fs, store, b)["test"].failed, sid == 0)

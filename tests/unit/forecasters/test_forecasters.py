@@ -318,7 +318,7 @@ def _seasonal(n=80, season=12):
     return 20 + 0.05 * t + 2 * np.sin(2 * np.pi * t / season) + rng.normal(0, 0.3, n)
 
 
-@pytest.mark.parametrize("name", STAT_FORECASTERS)
+@pytest.mark.parametrize("name", [n for n in STAT_FORECASTERS if not n.startswith("m4_")])
 @pytest.mark.parametrize("season", [0, 12])
 def test_forecasts_of_several_steps_equal_direct_library_calls(name, season):
     from statsforecast.models import (AutoARIMA, AutoCES, AutoETS, DynamicOptimizedTheta,
@@ -432,8 +432,8 @@ def test_a_saved_and_memory_mapped_store_forecasts_as_the_built_one(tmp_path):
     loaded = load(tmp_path / "prepared")
     assert isinstance(loaded.levels, np.memmap)
     made = [Naive(), SeasonalNaive(12), Mean(), RidgeForecaster(1.0), Stat("theta", 12)]
-    a = run(built, made, ("test", "cal"), TAUS)
-    b = run(loaded, made, ("test", "cal"), TAUS)
+    a = run(built, made, ("test", "cal"), TAUS, season=0)
+    b = run(loaded, made, ("test", "cal"), TAUS, season=0)
     for name in a.names():
         for part in ("test", "cal"):
             np.testing.assert_array_equal(a.forecasts[name][part].point,
@@ -449,7 +449,7 @@ def test_seasonal_naive_without_a_season_is_unavailable_with_the_reason():
     assert unavailable == {"seasonal_naive": "no season"}
     assert isinstance(chosen[1], Unavailable) and chosen[1].reason == "no season"
     s = _store([_series(60, seed=19)], window=4, horizon=2, test=0.2, cal=0.2)
-    fs = run(s, chosen[:3], ("test", "cal"), TAUS)
+    fs = run(s, chosen[:3], ("test", "cal"), TAUS, season=0)
     assert fs.forecasts["seasonal_naive"] == {"test": None, "cal": None}
     assert fs.forecasts["naive"]["test"] is not None and fs.forecasts["mean"]["cal"] is not None
     # with a season it is there; without covariates ridge comes alone
@@ -459,10 +459,10 @@ def test_seasonal_naive_without_a_season_is_unavailable_with_the_reason():
     assert chosen[0].season == 7
 
 
-def test_run_forecasts_every_part_and_a_forecaster_that_fits_nothing_is_none():
+def test_run_forecasts_every_part_and_a_forecaster_that_fits_nothing_takes_the_fallback():
     v = _series(70, seed=20)
     s = _store([v], window=4, horizon=2, test=0.2, cal=0.2)
-    fs = run(s, [Naive(), Mean(), Stat("ets", 0)], ("test", "cal"), TAUS, {"k": 1})
+    fs = run(s, [Naive(), Mean(), Stat("ets", 0)], ("test", "cal"), TAUS, {"k": 1}, season=0)
     for part in ("test", "cal"):
         e = s.ends(part)
         np.testing.assert_array_equal(fs.ends[part], e)
@@ -472,9 +472,16 @@ def test_run_forecasts_every_part_and_a_forecaster_that_fits_nothing_is_none():
         np.testing.assert_allclose(fs.forecasts["mean"][part].point, v[:42].mean(), rtol=1e-12)
     assert fs.names() == ["naive", "mean", "ets"] and fs.taus == TAUS and fs.record == {"k": 1}
     tiny = _store([np.sin(np.arange(9.0)) + 3], window=2, horizon=1, test=0.34)
-    fs = run(tiny, [Naive(), Stat("ets", 0)], ("test",))
-    assert fs.forecasts["ets"] == {"test": None}
-    assert len(fs.warnings) == 1 and "ets could not be fitted on 1 of 1 series" in fs.warnings[0]
+    fs = run(tiny, [Naive(), Stat("ets", 0)], ("test",), TAUS, season=0)
+    ets, naive = fs.forecasts["ets"]["test"], fs.forecasts["naive"]["test"]
+    np.testing.assert_array_equal(ets.point, naive.point)       # Naive2 without a season
+    np.testing.assert_array_equal(ets.quantiles, naive.quantiles)   # its interval too
+    assert ets.failed.all()
+    assert "ets could not be fitted on 1 of 1 series" in fs.warnings[0]
+    assert "naive2's stands in for them" in fs.warnings[1]
+    # a baseline that cannot run here (no season) stays n/a, with its reason
+    fs = run(tiny, [Unavailable("seasonal_naive", "no season")], ("test",), season=0)
+    assert fs.forecasts["seasonal_naive"] == {"test": None}
 
 
 # ---------------------------------------------------------------- the saved set
@@ -557,3 +564,36 @@ def test_arima_fits_on_the_last_values_of_a_long_training_part():
     for row, o in zip(ours, (1300, 1350)):
         np.testing.assert_allclose(row, lib.forward(y[o - HISTORY["arima"]:o], h=2)["mean"],
                                    rtol=1e-12)
+
+
+@pytest.mark.parametrize("name, model, damped", [("m4_ses", "ANN", False),
+                                                 ("m4_holt", "AAN", False),
+                                                 ("m4_damped", "AAN", True)])
+def test_the_m4_benchmarks_are_ets_on_the_seasonally_adjusted_series(name, model, damped):
+    """The M4 competition's SES, Holt and damped benchmarks: StatsForecast's ETS of that form
+    fitted on the series over Naive2's seasonal indices, forecasts and intervals put back."""
+    from statsforecast.models import AutoETS
+
+    from attn_forecast.forecasters.simple import seasonal_indices
+    from attn_forecast.forecasters.statistical import forecast_one
+    t = np.arange(96)
+    y = (100 + 0.5 * t) * (1 + 0.3 * np.sin(2 * np.pi * t / 12)) \
+        + np.random.default_rng(3).normal(0, 2, 96)
+    si = seasonal_indices(y, 12)
+    assert si is not None
+    out, bands = forecast_one(name, 12, y, 96, np.array([96]), 6, (80,))
+    own = AutoETS(season_length=1, model=model, damped=damped).forecast(
+        y / si[t % 12], h=6, level=[80])
+    back = si[np.arange(96, 102) % 12]
+    np.testing.assert_allclose(out[0], own["mean"] * back, rtol=1e-9)
+    np.testing.assert_allclose(bands[80][0][0], own["lo-80"] * back, rtol=1e-9)
+    # without a season (the 90 % test finds none): plain ETS of that form
+    flat = 50 + np.cumsum(np.random.default_rng(4).normal(0, 1, 60))
+    out, _ = forecast_one(name, 12, flat, 60, np.array([60]), 3)
+    np.testing.assert_allclose(out[0], AutoETS(season_length=1, model=model, damped=damped)
+                               .forecast(flat, h=3)["mean"], rtol=1e-9)
+
+
+def test_a_combination_named_in_the_registry_brings_its_members():
+    chosen, _ = baselines(["naive", "m4_comb"], season=12, ridge_alpha=1.0, features=False)
+    assert [f.name for f in chosen] == ["naive", "m4_ses", "m4_holt", "m4_damped", "m4_comb"]

@@ -92,11 +92,11 @@ def _train(store, init=None) -> torch.nn.Module:
 def _every_forecast(store) -> dict[str, np.ndarray]:
     chosen, _ = baselines(FIELD, season=SEASON, ridge_alpha=1.0, features=False, jobs=1,
                           given={"zeroshot": ZeroShot(str(PRIOR))})
-    fs = run(store, chosen, ("test",), fallback=Naive2(SEASON))
-    models = run(store, [ModelForecaster(_train(store))], ("test",))
+    fs = run(store, chosen, ("test",), season=SEASON)
+    models = run(store, [ModelForecaster(_train(store))], ("test",), season=SEASON)
     tuned = ModelForecaster(_train(store, init=prior(str(PRIOR), store)))
     tuned.name = "model_finetuned"
-    fs = merge(models, run(store, [tuned], ("test",)), fs)
+    fs = merge(models, run(store, [tuned], ("test",), season=SEASON), fs)
     fs = with_combinations(fs, ["model+comb", "model+ets+theta", "model_finetuned+comb"])
     return {name: parts["test"].point for name, parts in fs.forecasts.items()}
 
@@ -155,8 +155,7 @@ def test_a_series_without_a_score_leaves_no_mean_rather_than_a_better_one():
 
 def test_a_failed_series_is_forecast_by_the_named_fallback_and_counted():
     store = _store()
-    fs = run(store, [Naive2(SEASON), _FailsOn(bad=2)], ("test",),
-               fallback=Naive2(SEASON))
+    fs = run(store, [Naive2(SEASON), _FailsOn(bad=2)], ("test",), season=SEASON)
     assert any("flaky gave no forecast for 1 of 6 series (first: 'q2'); naive2's stands in"
                in w for w in fs.warnings)
     flaky, two = fs.forecasts["flaky"]["test"], fs.forecasts["naive2"]["test"]
@@ -174,9 +173,10 @@ def test_a_nan_forecast_can_never_lower_a_score(tmp_path):
     """Whichever series fails, the forecaster's mean sMAPE is never below the one it gets
     forecasting that series with the fallback (and is never computed over fewer series)."""
     store = _store()
-    honest = evaluate(store, run(store, [Naive2(SEASON)], ("test",)), noise_std=None)
+    honest = evaluate(store, run(store, [Naive2(SEASON)], ("test",), season=SEASON),
+                      noise_std=None)
     for bad in range(store.n_series):
-        fs = run(store, [_FailsOn(bad, "naive2")], ("test",), fallback=Naive2(SEASON))
+        fs = run(store, [_FailsOn(bad, "naive2")], ("test",), season=SEASON)
         save(tmp_path / "f.npz", fs)
         ev = evaluate(store, load(tmp_path / "f.npz"), noise_std=None)
         m = ev.metrics["naive2"]
@@ -198,3 +198,118 @@ def test_the_fields_all_is_the_mean_over_every_forecast_beside_the_mean_over_ser
     assert round(out["theta"]["smape_series"], 2) == 12.73
     assert out["theta"]["n_forecasts"] == 37014 and out["theta"]["n_series"] == 3003
     assert out["theta"]["owa"] == pytest.approx(0.5 * (out["theta"]["smape"] / 20.0 + 1.0))
+
+
+# ---------------------------------------------------------------- intervals: no test target read
+# Poison the test part: the calibrated intervals stay. Every forecaster's test intervals,
+# calibrated by split conformal on the calibration part (evaluate(..., conformal="split")
+# after combined(): point forecasts given their point at every level, then the
+# combinations), are made again from a store rebuilt from the raw data with every test target
+# set to a huge number (or NaN): the scalers, the fitted baselines and the model are all
+# refitted on it. The quantiles, their spread around the point forecasts and the margins
+# must come out identical. Poisoning the calibration part instead must change the margins,
+# so the check can fail.
+CAL_TAUS = (0.025, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.975)
+CAL_FIELD = ["naive", "seasonal_naive", "naive2", "mean", "ridge", "ses", "ets", "theta", "dot"]
+CAL_COMBOS = ["model+ets+theta", "model+naive2"]
+
+
+def _cal_store(raw: Raw):
+    """A competition-style store (one test window a series, its last horizon) with a
+    calibration part before it."""
+    return build(raw, window=WINDOW, horizon=H, fracs={"test": 0.2, "val": 0.0, "cal": 0.3},
+                 scaler="zscore", transform="none", test_size=raw.horizons, context=0)
+
+
+def _poisoned_raw(raw: Raw, part: str, value: float) -> Raw:
+    """The raw data with every target of ``part`` (by the clean store's cuts) set to
+    ``value``."""
+    cuts = _cal_store(raw).cuts
+    lo, hi = cuts.bounds(part)
+    levels = np.array(raw.levels, copy=True)
+    for i in range(len(raw.ids)):
+        a = int(raw.offsets[i])
+        levels[a + int(lo[i]):a + int(hi[i])] = value
+    return replace(raw, levels=levels)
+
+
+def _calibrated(raw: Raw):
+    """Build, fit and forecast everything on ``raw``; the evaluation with split-conformal
+    intervals, and the store."""
+    from attn_forecast.config.schema import Params
+    from attn_forecast.pipeline.scoring import combined
+    store = _cal_store(raw)
+    chosen, _ = baselines(CAL_FIELD, season=SEASON, ridge_alpha=1.0, features=False, jobs=1)
+    chosen.append(ZeroShot(str(PRIOR)))
+    base = run(store, chosen, ("test", "cal"), CAL_TAUS, season=SEASON)
+    p = TrainParams(epochs=2, lr=0.003, batch_size=32, augment_noise=0.1, ensemble=1,
+                    loss="smape")
+    s = ModelSettings(window=WINDOW, horizon=H, d_model=8, ffn_dim=16, n_heads=2, n_layers=1,
+                      residual=True, pooling="flatten", instance_norm="revin")
+    data = to_device(store, torch.device("cpu"))
+    net, _ = train_model(s, data["z"], data["train"], data["val"], p, torch.device("cpu"),
+                         progress=False, rows=data["rows"])
+    model = run(store, [ModelForecaster(net)], ("test", "cal"), CAL_TAUS, season=SEASON)
+    # a point model: its intervals come from its point at every level, calibrated
+    assert model.forecasts["model"]["test"].quantiles is None
+    params = Params.model_validate({"evaluate": {"combinations": CAL_COMBOS,
+                                                 "blend": ["model", "naive", "ets"]}})
+    fs = combined(params, store, model, base, calibrating=True)
+    return evaluate(store, fs, noise_std=None, season=SEASON, conformal="split"), store
+
+
+@pytest.fixture(scope="module")
+def clean_intervals(one_torch_thread):
+    return _calibrated(_panel())
+
+
+def _spread(ev, name):
+    return ev.quantiles[name] - ev.forecasts[name][..., None]
+
+
+def test_poison_the_test_part_intervals_unchanged(clean_intervals):
+    """(NaN test targets are refused by build itself, "transform none gives a value that is
+    not finite", so only huge numbers are tried here.)"""
+    value = 1e9
+    ev, store = clean_intervals
+    bad, bad_store = _calibrated(_poisoned_raw(_panel(), "test", value))
+    names = set(CAL_FIELD + ["zeroshot", "model", "blend"] + CAL_COMBOS)
+    assert names <= set(ev.quantiles) and set(bad.quantiles) == set(ev.quantiles)
+    # the poison reached the rebuilt store (levels and scaled values), not its scalers
+    ts = store.ends("test")
+    np.testing.assert_array_equal(ev.actual, store.targets(ts))
+    assert np.isfinite(ev.actual).all()
+    assert (bad.actual == value).all()
+    assert (np.abs(bad_store.z[ts[:, None] + np.arange(H)]) > 1e6).all()
+    assert bad_store.scalers.to_dict() == store.scalers.to_dict()
+    np.testing.assert_array_equal(bad.ends, ev.ends)
+    for name in sorted(names):
+        m = ev.metrics[name]
+        assert m["intervals"] == "calibrated" and m["n_interval_fallback"] == 0, name
+        assert bad.metrics[name]["intervals"] == "calibrated", name
+        q = ev.quantiles[name]
+        assert q.shape == (store.n_series, H, len(CAL_TAUS)) and np.isfinite(q).all(), name
+        assert (np.diff(q, axis=-1) >= 0).all(), name
+        np.testing.assert_array_equal(_spread(bad, name), _spread(ev, name), err_msg=name)
+        np.testing.assert_array_equal(bad.quantiles[name], q, err_msg=name)
+        margins = ev.intervals["forecasters"][name]["margins"]
+        assert margins is not None and np.shape(margins) == (H, 5), name   # 95 80 60 40 20
+        assert bad.intervals["forecasters"][name]["margins"] == margins, name
+        assert bad.intervals["forecasters"][name]["how"] == "calibrated", name
+
+
+def test_poison_the_calibration_part_the_margins_change(clean_intervals):
+    """The counter-check: the margins are read from the calibration part, so poisoning it
+    changes every forecaster's margins (the test above can fail)."""
+    ev, store = clean_intervals
+    bad, bad_store = _calibrated(_poisoned_raw(_panel(), "cal", 1e9))
+    assert bad_store.scalers.to_dict() == store.scalers.to_dict()
+    cal = store.ends("cal")
+    assert (bad_store.targets(cal) == 1e9).all()
+    for name in sorted(set(CAL_FIELD + ["zeroshot", "model", "blend"] + CAL_COMBOS)):
+        clean_m = np.array(ev.intervals["forecasters"][name]["margins"])
+        bad_m = bad.intervals["forecasters"][name]["margins"]
+        assert bad_m is not None, name
+        assert not np.array_equal(np.array(bad_m), clean_m), name
+        # far wider: the poisoned targets are a billion, the series' units a few
+        assert np.max(bad_m) > 1e3 * max(1.0, np.max(np.abs(clean_m))), name

@@ -122,9 +122,12 @@ def test_zero_shot_reads_the_priors_context_padded_before_the_series_start(tmp_p
     # a window of the first steps of the series is padded: still finite, never an error
     early = store.ends("train")[:2]
     assert np.isfinite(ZeroShot(path).forecast(store, early).point).all()
-    # levels the prior has not: no intervals instead of a wrong column
-    assert ModelForecaster(with_horizon(model, 3)).forecast(store, ends, (0.05, 0.95)) \
-        .quantiles is None
+    # levels the prior has not: read off its own, between them and past the outermost
+    m = ModelForecaster(with_horizon(model, 3))
+    own = m.forecast(store, ends, (0.1, 0.5, 0.9)).quantiles
+    got = m.forecast(store, ends, (0.05, 0.1, 0.5, 0.9, 0.95)).quantiles
+    np.testing.assert_allclose(got[..., 1:4], own, rtol=1e-12)
+    assert (got[..., 0] <= own[..., 0]).all() and (got[..., 4] >= own[..., 2]).all()
 
 
 def test_fine_tuning_starts_from_the_prior_and_leaves_it_untouched(tmp_path):

@@ -10,8 +10,11 @@ import pytest
 from attn_forecast.evaluation.scoring import Evaluation
 from attn_forecast.pipeline.competition import field_store, model_store, subset_params
 from attn_forecast.pipeline.forecasting import check_data
-from attn_forecast.pipeline.leaderboard import leaderboard, markdown
+from attn_forecast.pipeline.leaderboard import leaderboard, published
+from attn_forecast.report.leaderboard import markdown
 from conftest import ROOT
+
+PUBLISHED = published(ROOT / "competitions" / "published")
 
 
 def _evaluation(n: int, h: int, model: float, theta: float, seed: int) -> Evaluation:
@@ -45,7 +48,7 @@ def test_all_is_the_mean_over_every_forecast_beside_the_mean_over_series():
                                                 evs["monthly"].by_series["theta_smape"]
                                                 .to_numpy()).sum())
     text = markdown(board, ["yearly", "monthly"], ["model", "theta", "naive2"], "dvc repro x",
-                    "test")
+                    "test", PUBLISHED)
     assert "| all (mean over all forecasts) | all (mean over series) |" in text
     assert f"| **model** (this project) | {y.mean():.2f} | {m.mean():.2f} | {want:.2f} |" in text
     assert "Reproduce: `dvc repro x`" in text
@@ -71,7 +74,7 @@ def test_every_subsets_field_and_model_data_prepare(subset):
 
 
 def test_the_targets_say_met_only_where_every_figure_is_below():
-    from attn_forecast.pipeline.leaderboard import targets
+    from attn_forecast.report.leaderboard import targets
     subsets = ["yearly", "quarterly", "monthly", "other"]
 
     def board(model, theta, mc):
@@ -80,12 +83,12 @@ def test_the_targets_say_met_only_where_every_figure_is_below():
         out["all"]["model+comb"] = {"smape": mc}
         return out
     ahead = targets(board([15.0, 8.0, 13.0, 4.0, 12.3], [16.0, 9.0, 14.0, 5.0, 13.0], 12.2),
-                    subsets)
+                    subsets, PUBLISHED)
     assert all("**met**" in line for line in ahead), ahead
     # one subset behind Theta (published 8.96 for quarterly) is enough to miss
     behind = targets(board([15.0, 9.0, 13.0, 4.0, 12.3], [16.0, 9.5, 14.0, 5.0, 13.0], 12.3),
-                     subsets)
+                     subsets, PUBLISHED)
     assert "missed" in behind[0] and "quarterly 9.00 vs 8.96" in behind[0]
     assert "**met**" in behind[1]                     # below this project's Theta everywhere
-    assert "N-BEATS (12.37) over all: **met** (12.30)" in behind[2]
-    assert "deep ensemble (12.27) over all: missed (12.30)" in behind[3]
+    assert "N-BEATS (12.37) over all (sMAPE): **met** (12.30)" in behind[2]
+    assert "deep ensemble (12.27) over all (sMAPE): missed (12.30)" in behind[3]

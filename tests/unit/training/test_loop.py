@@ -433,7 +433,7 @@ def test_model_forecaster_of_an_ensemble_and_a_quantile_head():
     assert qf.quantiles.shape == (len(ends), 2, 3)
     np.testing.assert_allclose(qf.quantiles[..., 1], qf.point, rtol=1e-6)
     # the train stage's path: run over the parts it scores
-    fs = run(store, [ModelForecaster(q)], ("test",), (0.1, 0.5, 0.9))
+    fs = run(store, [ModelForecaster(q)], ("test",), (0.1, 0.5, 0.9), season=0)
     np.testing.assert_array_equal(fs.ends["test"], ends)
     np.testing.assert_allclose(fs.forecasts["model"]["test"].point, qf.point)
 

@@ -1,0 +1,111 @@
+"""The figures the docs quote, generated from committed files, never typed: each block of a
+Markdown page between ``<!-- generated: NAME -->`` and ``<!-- /generated -->`` is what
+:data:`BLOCKS` [NAME] makes from the committed file it reads (`make docs` rewrites them;
+tests/unit/report/test_docs.py fails when a page and its files disagree).
+
+    <!-- generated: m3-points -->
+    | | yearly | ... |                       <- from competitions/m3/leaderboard.json
+    <!-- /generated -->
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from .leaderboard import ALL, BOLD, _cell, _published_aggregate, published, targets
+
+BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- /generated -->)", re.S)
+SUBSETS = ("yearly", "quarterly", "monthly", "other")
+ROWS = ("model", "model+comb", "comb", "theta")
+
+
+def _read(root: Path, rel: str):
+    return json.loads((root / rel).read_text())
+
+
+def _published(root: Path) -> dict:
+    return published(root / "competitions" / "published")
+
+
+def m3_points(root: Path) -> str:
+    """sMAPE (each subset; all over every forecast and over series) and MASE of the
+    model, model+comb, Comb and Theta, the published rows beside."""
+    board = _read(root, "competitions/m3/leaderboard.json")
+    pub = _published(root)
+    head = list(SUBSETS) + ALL
+    lines = ["sMAPE:", "", "| | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
+    for r in pub.get("m3_smape", []):
+        if r["row"] in ("Theta", "N-BEATS"):
+            cols = [r.get(s) for s in SUBSETS] + [r.get("all"), r.get("all_series")]
+            lines.append(f"| {r['row']} (published) | " + " | ".join(_cell(v) for v in cols)
+                         + " |")
+    for n in ROWS:
+        a = board["all"].get(n) or {}
+        cols = [(board[s].get(n) or {}).get("smape") for s in SUBSETS] + \
+            [a.get("smape"), a.get("smape_series")]
+        lines.append(f"| {_bold(n)} | " + " | ".join(_cell(v) for v in cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def m3_intervals(root: Path) -> str:
+    """WQL, MASE and the 80 % and 95 % intervals' coverage on M3's fev tasks and over all, the
+    published fev rows of TiRex and AutoETS beside, and the fev aggregate."""
+    board = _read(root, "competitions/m3/leaderboard.json")
+    fev = _published(root).get("fev_m3", [])
+    tasks = ("yearly", "quarterly", "monthly")
+    head = [f"{t} {m}" for t in tasks for m in ("WQL", "MASE")] + ["cov. 80 / 95 (all)"]
+    lines = ["| | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
+    by = {(r["model"], r["task"].removeprefix("m3_")): r for r in fev}
+    for peer in ("TiRex", "AutoETS"):
+        cols = [(by.get((peer, t)) or {}).get(m) for t in tasks for m in ("wql", "mase")]
+        lines.append(f"| {peer} (published, fev) | " + " | ".join(_cell(v, 3) for v in cols)
+                     + " | |")
+    for n in ROWS:
+        cols = [(board[t].get(n) or {}).get(m) for t in tasks for m in ("wql", "mase")]
+        a = board["all"].get(n) or {}
+        cov = "" if a.get("coverage_80") is None else \
+            f"{100 * a['coverage_80']:.1f} / {100 * a['coverage_95']:.1f}"
+        lines.append(f"| {_bold(n)} | " + " | ".join(_cell(v, 3) for v in cols)
+                     + f" | {cov} |")
+    agg = board.get("fev_aggregate") or {}
+    if agg:
+        ref = _published_aggregate(fev, list(tasks))
+        lines += ["", "The fev aggregate (geometric mean over the three tasks, relative to "
+                  "seasonal naive): MASE " + ", ".join(
+                      [f"{m} {v:.3f} (published)" for m, v in ref.items() if m in
+                       ("TiRex", "AutoETS")]
+                      + [f"{n} {agg[n]['mase_relative']:.3f}" for n in ROWS if n in agg])
+                  + "; WQL " + ", ".join(f"{n} {agg[n]['wql_relative']:.3f}" for n in ROWS
+                                          if n in agg and "wql_relative" in agg[n]) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def m3_targets(root: Path) -> str:
+    """The leaderboard's targets, each met or missed (as competitions/m3/leaderboard.md)."""
+    board = _read(root, "competitions/m3/leaderboard.json")
+    return "\n".join(targets(board, list(SUBSETS), _published(root))) + "\n"
+
+
+def _bold(n: str) -> str:
+    return f"**{n}**" if n in BOLD else n
+
+
+BLOCKS: dict[str, Callable[[Path], str]] = {"m3-points": m3_points,
+                                            "m3-intervals": m3_intervals,
+                                            "m3-targets": m3_targets}
+
+
+def refreshed(text: str, root: Path) -> str:
+    """``text`` with every generated block made anew from the committed files under
+    ``root``; an unknown block name is an error (a typo would leave a block stale)."""
+    def fill(m: re.Match) -> str:
+        name = m.group(2)
+        if name not in BLOCKS:
+            raise KeyError(f"no generated block named {name!r}; known: {', '.join(BLOCKS)}")
+        return m.group(1) + BLOCKS[name](root) + m.group(4)
+    return BLOCK.sub(fill, text)
+
+
+PAGES = ("README.md", "docs/many-series.md", "docs/evaluation.md", "bench/README.md")
