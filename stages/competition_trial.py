@@ -5,7 +5,8 @@ its validation cut (the last horizon of the training part; never the test part).
 
 out: the trial's metrics (json): sMAPE over every forecast of the validation cut (the field's
 rule), the epochs run, whether the search pruned it. Under ``attn-forecast tune`` the score
-after every epoch goes to the study, whose pruner may stop the run (still written, marked).
+after every epoch goes to the study at the optimizer steps taken so far, whose pruner may stop
+the run (still written, marked) before its last step.
 """
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ from attn_forecast.pipeline import model as pm  # noqa: E402
 from attn_forecast.pipeline.competition import model_store, subset_params  # noqa: E402
 from attn_forecast.pipeline.forecasting import check_data  # noqa: E402
 from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
-from attn_forecast.pipeline.tuning import Pruned, trial_params, trial_watch  # noqa: E402
+from attn_forecast.pipeline.tuning import (Pruned, step_plan, trial_params,  # noqa: E402
+                                            trial_watch)
+from attn_forecast.training.batches import resolve_batch  # noqa: E402
 from attn_forecast.training.distributed import Distributed  # noqa: E402
 
 
@@ -50,7 +53,9 @@ def main(argv: list[str] | None = None) -> dict:
     dist = Distributed(0, 1, pm.device(p.train))
     settings = pm.model_settings(p, store, season, args.pretrained)
     pm.threads_for(p, settings, int(store.counts("train").sum()), 1)
-    watch = trial_watch(lambda m: cut_smape(store, m, dist.device, season))
+    n = len(store.ends("train"))       # the training loop's windows, batches and steps
+    plan = step_plan(n, resolve_batch(p.train.batch_size, n), p.train.epochs, p.train.max_steps)
+    watch = trial_watch(lambda m: cut_smape(store, m, dist.device, season), *plan)
     try:
         model, results = pm.train(p, settings, store, dist, args.pretrained, watch=watch)
         out = {"smape": cut_smape(store, model, dist.device, season), "pruned": False,

@@ -2,42 +2,45 @@
 
     attn-forecast tune --space competitions/tune/space.yaml      # the study's file
     attn-forecast tune --storage sqlite:///competitions/tune/study.db   # a database
-    attn-forecast tune --storage postgresql://host/db   # one study, workers on many machines
 
-Each trial asks the study for settings, runs ``dvc exp run --temp <pipeline> -S <params>:
-<key>=<value> ... -n <study>-<number>`` (a temporary copy: the workspace is never touched, and
-``dvc exp show`` lists the trial with its settings and metric), reads the metric from the
-experiment's commit and tells the study. The trial's training reports a score after every
-epoch (``ATTN_FORECAST_TRIAL``), so the pruner can stop it early; a pruned trial is still an
-experiment (its metrics file says ``pruned: true``).
+Each trial asks the study for settings, runs (its stage alone, in a temporary copy)
 
-Workers: run the same command again, in another terminal or on another machine that reaches
-the storage; each takes trials until the study holds ``trials`` finished or running ones.
-Ctrl-C: the trial under way is marked failed and queued again; the finished ones stay in the
-storage, and the same command resumes the study. At the end the best trial's settings are
-written as a params file (``best``) and printed as the ``dvc exp`` commands that apply them.
+    {command}
+
+and tells the study its experiment's metric (the pruner sees its score each epoch, at its
+optimizer step). Workers: the same command again, where the storage is reached (a dead
+worker's trial runs again once its heartbeat is 3 min old). Ctrl-C stops the trial's run and
+queues it again (or keeps it, if its experiment had finished). At the end, and on Ctrl-C,
+every trial is written to ``table`` (trials.csv) and the best one's settings to ``best``.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import yaml
 
 from .errors import UserInputError
-from .pipeline.tuning import (TRIAL_ENV, Space, make_pruner, open_storage, read_space,
-                              suggest, trial_params)
+from .pipeline.tuning import (BUDGET, TRIAL_ENV, Space, make_pruner, open_storage, quiet,
+                              read_space, read_yaml, suggest, trial_params)
 
 LOG_DIR = "logs"            # beside the search file: one log per trial (git-ignored)
 MAX_FAILED_IN_A_ROW = 3
+DVC = [sys.executable, "-m", "dvc"]   # how a trial's `dvc` command runs
+STOP_S = 30                 # Ctrl-C: how long a trial's run may take to stop before SIGKILL
+SPACE_ATTR = "space"        # the study's user attr: the search space it was created with
+TAKEN = ("COMPLETE", "PRUNED", "RUNNING")   # a trial that counts (a failed one runs again)
 
 
 def _value(v) -> str:
@@ -56,6 +59,13 @@ def overrides(space: Space, values: dict) -> list[str]:
     return [f"{space.params}:++{k}={_value(v)}" for k, v in values.items()]
 
 
+def trial_command(space: Space, name: str, values: dict) -> list[str]:
+    """One trial's ``dvc`` command: its stage alone, always run (``-s -f``: never an upstream
+    stage, such as the prior's), in a temporary copy, named, with its settings."""
+    return ["dvc", "exp", "run", "--temp", "-s", "-f", "-n", name, space.pipeline] \
+        + [a for kv in overrides(space, values) for a in ("-S", kv)]
+
+
 def experiment_metric(root: Path, name: str, space: Space, base: str) -> dict:
     """The metrics file of experiment ``name`` run from commit ``base``
     (refs/exps/<base[:2]>/<base[2:]>/<name>: an older experiment of that name is not it)."""
@@ -71,123 +81,154 @@ def experiment_metric(root: Path, name: str, space: Space, base: str) -> dict:
 
 
 def head(root: Path) -> str:
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                          text=True, check=True).stdout.strip()
+    out = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=root,
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise UserInputError(f"{root}: no git commit; each trial runs `dvc exp run --temp` "
+                             "on a commit of the project: commit it first")
+    return out.stdout.strip()
 
 
-def make_study(space: Space, storage_url: str):
-    """The study, created or joined. The sampler's seed is the search file's for the first
-    worker of a fresh study (the same search again draws the same trials); a worker that joins
-    a study with trials offsets it by their count and its process, so two workers, or a
-    resumed search, never repeat each other's draws. TPE's constant liar keeps workers apart
-    after the random start too."""
+def make_study(space: Space, storage_url: str, named: str = "storage"):
+    """The study, created or joined (refused if run with another space or direction). The
+    sampler's seed is the file's for a fresh study's first worker; a worker joining one with
+    trials offsets it by their count and its process, so none repeats another's draws (TPE's
+    constant liar keeps workers apart after the random start too)."""
     import optuna
+    from optuna.distributions import distribution_to_json, json_to_distribution
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = open_storage(storage_url)
-    study = optuna.create_study(study_name=space.study, storage=storage,
-                                pruner=make_pruner(space.pruner), direction=space.direction,
-                                load_if_exists=True)
+    storage = open_storage(storage_url, named)
+    with quiet():
+        exists = space.study in {s.study_name for s in storage.get_all_studies()}
+        study = (optuna.load_study if exists else optuna.create_study)(
+            study_name=space.study, storage=storage, pruner=make_pruner(space.pruner),
+            **({} if exists else {"direction": space.direction}))
+    kept, mine = study.user_attrs.get(SPACE_ATTR), space.space
+    theirs = {k: json_to_distribution(v) for k, v in kept.items()} if kept else {}
+    for t in [] if kept else study.get_trials(deepcopy=False):   # an older study: its trials'
+        theirs.update(t.distributions)
+    was = study.direction.name.lower()
+    if change := ([f"added {k}" for k in mine if theirs and k not in theirs]
+                  + [f"removed {k}" for k in theirs if k not in mine]
+                  + [f"changed {k}" for k in mine if k in theirs and mine[k] != theirs[k]]
+                  + [f"direction {was}"] * (was != space.direction)):
+        raise UserInputError(
+            f"{space.path}: study {space.study} in {storage_url} was run with another search "
+            f"({', '.join(change)}); keep its space, or name a new study (study: "
+            f"{space.study}-2 in {space.path}) or another storage (--storage)")
+    if SPACE_ATTR not in study.user_attrs:
+        study.set_user_attr(SPACE_ATTR, {k: distribution_to_json(d)
+                                         for k, d in space.space.items()})
     s, n = space.sampler, len(study.get_trials(deepcopy=False))
-    seed = s.get("seed")
-    if seed is not None and n:
-        seed = int(seed) + 7919 * n + os.getpid()
-    study.sampler = optuna.samplers.RandomSampler(seed=seed) if s.get("name") == "random" \
-        else optuna.samplers.TPESampler(seed=seed, n_startup_trials=int(s.get("startup", 8)),
-                                        constant_liar=True)
+    seed = s.get("seed") if s.get("seed") is None or not n else s["seed"] + 7919 * n + os.getpid()
+    with quiet():
+        study.sampler = optuna.samplers.RandomSampler(seed=seed) if s.get("name") == "random" \
+            else optuna.samplers.TPESampler(seed=seed, n_startup_trials=int(s.get("startup", 8)),
+                                            constant_liar=True)
     return study
 
 
-def taken(study, upto: int | None = None) -> int:
-    """Trials finished or under way (a failed one does not count: it is run again); with
-    ``upto``, those numbered up to it (two workers asking at once: the later one is surplus)."""
-    from optuna.trial import TrialState
-    return sum(t.state in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
-               and (upto is None or t.number <= upto)
+def count(study, *states: str, upto: int | None = None) -> int:
+    """The study's trials in these states (names: ``COMPLETE``...), numbered up to ``upto``."""
+    return sum(t.state.name in states and (upto is None or t.number <= upto)
                for t in study.get_trials(deepcopy=False))
 
 
-def best_line(study) -> str:
-    try:
-        b = study.best_trial
-    except ValueError:
-        return "no trial finished yet"
-    return f"best {b.value:.4g} (trial {b.number})"
+def failure(log: Path) -> str:
+    """Why a trial's run failed: its log's last one-line error, else traceback's end, else line."""
+    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    for pattern in (r"error: ", r"[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b"):
+        found = [ln for ln in lines if re.match(pattern, ln)]
+        if found:
+            return found[-1]
+    return lines[-1] if lines else "no output"
 
 
-def run_trial(root: Path, space: Space, trial, values: dict, storage_url: str, log: Path
-              ) -> tuple[str, dict]:
-    """One trial as a DVC experiment; returns its name and metrics."""
+def run_trial(root: Path, space: Space, trial, values: dict, storage_url: str, log: Path,
+              base: str) -> tuple[str, dict]:
+    """One trial as a DVC experiment, its run in a process group of its own, with the trial's
+    heartbeat; returns its name and metrics. At Ctrl-C the group is ended first."""
+    from optuna.storages._heartbeat import get_heartbeat_thread   # what study.optimize uses
     name = f"{space.study}-{trial.number:03d}"
     trial.set_user_attr("experiment", name)
-    base = head(root)
-    # -s -f: the trial's stage alone, always run (never an upstream one, such as the prior's)
-    cmd = [sys.executable, "-m", "dvc", "exp", "run", "--temp", "-s", "-f", "-n", name,
-           space.pipeline] + [a for kv in overrides(space, values) for a in ("-S", kv)]
+    cmd = trial_command(space, name, values)
     env = {**os.environ, TRIAL_ENV: json.dumps({"storage": storage_url, "study": space.study,
-                                                 "trial": trial.number,
+                                                 "trial": trial.number, "worker": os.getpid(),
                                                  "pruner": space.pruner})}
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as fh, heartbeat(trial):
-        fh.write("$ " + " ".join(cmd[2:]) + "\n")
+    with open(log, "w") as fh, get_heartbeat_thread(trial._trial_id, trial.study._storage):
+        fh.write("$ " + " ".join(cmd) + "\n")
         fh.flush()
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(DVC + cmd[1:], cwd=root, env=env, stdout=fh,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
         try:
             rc = proc.wait()
         except KeyboardInterrupt:
-            _stop(proc)
+            end_group(proc)
             raise
     if rc:
-        tail = [ln for ln in log.read_text().splitlines() if ln.strip()][-1:]
-        raise UserInputError(f"dvc exp run exited {rc}: {tail[0] if tail else ''} (log: {log})")
+        with contextlib.suppress(RuntimeError):   # a trial failed meanwhile (stale) keeps as is
+            trial.set_user_attr("fail_reason", why := failure(log))
+        raise UserInputError(f"dvc exp run exited {rc}: {why} (log: {log})")
     return name, experiment_metric(root, name, space, base)
 
 
-@contextlib.contextmanager
-def heartbeat(trial):
-    """While a trial runs: its heartbeat, where the storage keeps them (a database), so a
-    worker that dies leaves a trial that the next ``fail_stale_trials`` fails (and retries)."""
-    storage = trial.study._storage
-    interval = storage.get_heartbeat_interval() \
-        if hasattr(storage, "get_heartbeat_interval") else None
-    if not interval:
-        yield
-        return
-    stop = threading.Event()
-
-    def beat() -> None:
-        while not stop.is_set():
-            storage.record_heartbeat(trial._trial_id)
-            stop.wait(interval)
-    thread = threading.Thread(target=beat, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
+def end_group(proc: subprocess.Popen, grace: float = STOP_S) -> None:
+    """End a trial's run: Ctrl-C to its process group (the stage stops: dvc saves nothing),
+    SIGKILL after ``grace`` s or at a second Ctrl-C, and to whatever of the group is left."""
+    for sig, wait in ((signal.SIGINT, grace), (signal.SIGKILL, 30.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt):
+            proc.wait(timeout=wait)
+            break
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _fail(study, trial) -> None:
-    """Mark a trial failed, unless it already ended (a tell that failed half way)."""
+def record(study, trial, m: dict, space: Space) -> tuple[float, bool]:
+    """Tell the study a trial's metrics: its value, or pruned."""
     from optuna.trial import TrialState
-    if trial is None:
-        return
-    with contextlib.suppress(Exception):
-        if study._storage.get_trial(trial._trial_id).state == TrialState.RUNNING:
-            study.tell(trial, state=TrialState.FAIL)
+    value, pruned = float(m[space.metric]), bool(m.get("pruned"))
+    study.tell(trial, state=TrialState.PRUNED) if pruned else study.tell(trial, value)
+    return value, pruned
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """Ctrl-C: the experiment's own Ctrl-C (it shares the terminal's, or is sent one)."""
-    try:
-        proc.wait(timeout=3)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def settle(root: Path, space: Space, study, trial, base: str) -> str:
+    """After Ctrl-C, the trial under way ends one way: kept, if its experiment was saved
+    before its run ended (scored from it), else failed and queued again; never both."""
+    from optuna.trial import TrialState
+    frozen = study._storage.get_trial(trial._trial_id)
+    if frozen.state != TrialState.RUNNING:
+        return "it had finished"
+    with contextlib.suppress(UserInputError, KeyError, TypeError, ValueError):
+        name = frozen.user_attrs.get("experiment")
+        record(study, trial, experiment_metric(root, name, space, base), space)
+        return f"its experiment {name} had finished: it is kept"
+    study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+    if set(trial.params) != set(space.space):
+        return "it had drawn no settings yet"
+    study.enqueue_trial(trial.params)   # the next worker (or resume) runs it
+    return "it is queued again"
+
+
+def write_table(root: Path, space: Space, study) -> None:
+    """Every trial of the study as a CSV table (number, state, value, experiment, settings,
+    note), replaced whole: what a clone can check without the storage or the experiments."""
+    keys = list(space.space)
+    rows = [["number", "state", "value", "experiment", *keys, "note"]]
+    for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
+        note = f"pruned at step {t.last_step} of {t.user_attrs.get(BUDGET, '?')}" \
+            if t.state.name == "PRUNED" else t.user_attrs.get("fail_reason") or \
+            "surplus" * bool(t.user_attrs.get("surplus"))
+        rows.append([t.number, t.state.name.lower(), "" if t.value is None else repr(t.value),
+                     t.user_attrs.get("experiment", ""), *(t.params.get(k, "") for k in keys),
+                     note])
+    tmp = root / f"{space.table}.tmp"
+    with open(tmp, "w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
+    os.replace(tmp, root / space.table)
 
 
 def write_best(root: Path, space: Space, study) -> str | None:
@@ -198,17 +239,15 @@ def write_best(root: Path, space: Space, study) -> str | None:
     except ValueError:
         return None
     if space.best:
-        subset, _ = trial_params(root / space.params)
         raw = yaml.safe_load((root / space.params).read_text()) or {}
         for key, v in b.params.items():
             section, k = key.split(".")
-            raw.setdefault(section, {})
-            raw[section] = {**(raw[section] or {}), k: v}
-        head = (f"# The best trial of study {space.study}: trial {b.number}, {space.metric} "
-                f"{b.value:.6g} (experiment {b.user_attrs.get('experiment')}), written by\n"
-                f"# attn-forecast tune --space {space.path}; the trial params "
-                f"file ({space.params}) with its settings.\n")
-        (root / space.best).write_text(head + yaml.safe_dump(raw, sort_keys=False))
+            raw[section] = {**(raw.get(section) or {}), k: v}
+        top = (f"# The best trial of study {space.study}: trial {b.number}, {space.metric} "
+               f"{b.value:.6g} (experiment {b.user_attrs.get('experiment')}), written by\n"
+               f"# attn-forecast tune --space {space.path}; the trial params "
+               f"file ({space.params}) with its settings.\n")
+        (root / space.best).write_text(top + yaml.safe_dump(raw, sort_keys=False))
     apply = ""
     if space.apply:
         target, _, prefix = space.apply.partition("@")
@@ -221,88 +260,128 @@ def write_best(root: Path, space: Space, study) -> str | None:
             + f"\n  apply it: dvc exp apply {b.user_attrs.get('experiment')}" + apply)
 
 
-def tune(space: Space, root: Path, storage: str | None = None, trials: int | None = None
-         ) -> int:
+def progress(space: Space, study, trial, value: float, pruned: bool, seconds: float) -> str:
+    """A finished trial's line; its (k/N): the study's finished trials, every worker's."""
+    t, b = study._storage.get_trial(trial._trial_id), (study.best_trials or [None])[0]
+    what = (f"pruned at step {t.last_step} of {t.user_attrs.get(BUDGET, '?')} ({space.metric} "
+            f"{value:.4g} there)") if pruned else f"{space.metric} {value:.4g}"
+    return (f"tune {space.study}: trial {t.number} ({count(study, 'COMPLETE', 'PRUNED')}/"
+            f"{space.trials} done) " + " ".join(f"{k}={_short(v)}" for k, v in t.params.items())
+            + f": {what}, " + (f"best {b.value:.4g} (trial {b.number})" if b else "none finished")
+            + f", {seconds:.0f} s [{t.user_attrs['experiment']}]")
+
+
+def tune(space: Space, root: Path, storage: str | None = None, trials: int | None = None,
+         named: str = "storage") -> int:
     """Take trials of the study until it holds ``trials`` finished or running ones; returns
-    the trials this worker ran."""
+    the trials this worker ran. ``named``: what the user calls the storage (for errors)."""
     import optuna
     from optuna.trial import TrialState
-    if storage:
-        space.storage = storage
-    if trials:
-        space.trials = trials
-    url = space.storage_url(root)
-    study = make_study(space, url)
-    ran = failed_in_a_row = 0
-    print(f"tune {space.study}: {taken(study)} of {space.trials} trials taken, storage {url}")
-    while True:
-        optuna.storages.fail_stale_trials(study)     # a dead worker's (database storage)
-        if taken(study) >= space.trials:
-            break
-        trial = None
-        try:
-            trial = study.ask()
-            if taken(study, upto=trial.number) > space.trials:   # another worker took the last
-                trial.set_user_attr("surplus", True)
-                study.tell(trial, state=TrialState.FAIL)
+    space.storage, space.trials = storage or space.storage, trials or space.trials
+    url, base = space.storage_url(root), head(root)
+    study = make_study(space, url, named)
+    ran, failed_in_a_row, trial, stopped = 0, 0, None, ""
+    print(f"tune {space.study}: {count(study, *TAKEN)} of {space.trials} trials taken, "
+          f"storage {url}", flush=True)
+    try:
+        while True:
+            trial = None
+            with quiet():                   # a dead worker's trial: failed, queued again
+                optuna.storages.fail_stale_trials(study)
+            if count(study, *TAKEN) >= space.trials:
                 break
-            t0 = time.perf_counter()
-            log = root / space.path.parent / LOG_DIR / f"{space.study}-{trial.number:03d}.log"
-            values = suggest(trial, space.space)
-            name, m = run_trial(root, space, trial, values, url, log)
-            value = float(m[space.metric])
-            pruned = bool(m.get("pruned"))
-            if pruned:
-                study.tell(trial, state=TrialState.PRUNED)
-            else:
-                study.tell(trial, value)
-        except KeyboardInterrupt:
-            again = trial is not None and set(trial.params) == set(space.space)
-            if trial is not None:
-                _fail(study, trial)
-                if again:
-                    study.enqueue_trial(trial.params)   # the next worker (or resume) runs it
-            done = sum(t.state == TrialState.COMPLETE for t in study.get_trials())
-            where = f"in trial {trial.number}" if trial is not None else "between trials"
-            print(f"\ninterrupted {where}" + (": it is queued again" if again else "")
-                  + f"; {done} finished trials are kept in {url}; the same command resumes",
-                  file=sys.stderr)
-            sys.exit(130)
-        except (UserInputError, KeyError, TypeError, ValueError) as err:
-            _fail(study, trial)
-            failed_in_a_row += 1
-            what = str(err) if isinstance(err, UserInputError) else \
-                f"its metrics have no number {space.metric!r} ({type(err).__name__}: {err})"
-            print(f"tune {space.study}: trial {trial.number if trial else '?'} failed: {what}",
-                  file=sys.stderr)
-            if failed_in_a_row >= MAX_FAILED_IN_A_ROW:
-                raise UserInputError(f"{failed_in_a_row} trials in a row failed; the last: "
-                                     f"{what}") from None
-            continue
-        failed_in_a_row, ran = 0, ran + 1
-        settings = " ".join(f"{k}={_short(v)}" for k, v in trial.params.items())
-        what = f"pruned at epoch {m.get('epochs')} ({space.metric} {value:.4g} there)" \
-            if pruned else f"{space.metric} {value:.4g}"
-        print(f"tune {space.study}: trial {trial.number} ({taken(study)}/{space.trials}) "
-              f"{settings}: {what}, {best_line(study)}, {time.perf_counter() - t0:.0f} s "
-              f"[{name}]", flush=True)
-    line = write_best(root, space, study)
-    print(line or f"tune {space.study}: no trial finished")
+            try:
+                with quiet():               # heartbeats outside study.optimize: meant
+                    trial = study.ask()
+                if count(study, *TAKEN, upto=trial.number) > space.trials:   # two asked at once
+                    trial.set_user_attr("surplus", True)
+                    study.tell(trial, state=TrialState.FAIL)
+                    break
+                t0 = time.perf_counter()
+                log = root / space.path.parent / LOG_DIR / f"{space.study}-{trial.number:03d}.log"
+                _, m = run_trial(root, space, trial, suggest(trial, space.space), url, log, base)
+                value, pruned = record(study, trial, m, space)
+            except (UserInputError, KeyError, TypeError, ValueError) as err:
+                what = str(err) if isinstance(err, UserInputError) else \
+                    f"its metrics have no number {space.metric!r} ({type(err).__name__}: {err})"
+                if trial is not None:
+                    with contextlib.suppress(RuntimeError):   # failed meanwhile (stale)
+                        trial.set_user_attr("fail_reason", trial.user_attrs.get("fail_reason")
+                                            or what)
+                    study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+                failed_in_a_row += 1
+                print(f"tune {space.study}: trial {trial.number if trial else '?'} failed: "
+                      f"{what}", file=sys.stderr, flush=True)
+                if failed_in_a_row >= MAX_FAILED_IN_A_ROW:
+                    raise UserInputError(f"{failed_in_a_row} trials in a row failed; the last: "
+                                         f"{what}") from None
+                continue
+            failed_in_a_row, ran = 0, ran + 1
+            print(progress(space, study, trial, value, pruned, time.perf_counter() - t0),
+                  flush=True)
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C waits for this
+        stopped = f"in trial {trial.number}: {settle(root, space, study, trial, base)}" \
+            if trial is not None else "between trials"
+    finally:
+        write_table(root, space, study)   # at every end: the table of every trial
+    if stopped:
+        print(f"\ninterrupted {stopped}; {count(study, 'COMPLETE', 'PRUNED')} finished trials "
+              f"are kept in {url} (every trial: {space.table}); the same command resumes",
+              file=sys.stderr)
+        sys.exit(130)
+    print(write_best(root, space, study) or f"tune {space.study}: no trial finished")
+    print(f"every trial: {space.table}")
     return ran
 
 
+def check_outputs(root: Path, space: Space) -> None:
+    """Before any trial: the metric file is an output of the pipeline, and the folders the
+    search writes in (trial logs, the table, the best params file) exist or can be made."""
+    spec = read_yaml(root / space.pipeline)
+    stages = spec["stages"] if isinstance(spec, dict) and isinstance(spec.get("stages"), dict) \
+        else {}
+    outs = {os.path.normpath(Path(space.pipeline).parent / str(st.get("wdir", ".")) / str(
+        next(iter(o)) if isinstance(o, dict) else o)) for s in stages.values()
+        if isinstance(s, dict) for st in [s.get("do", s)]
+        for kind in ("outs", "metrics", "plots") for o in st.get(kind) or []}
+    if not any("${" in o for o in outs) and os.path.normpath(space.metric_file) not in outs:
+        raise UserInputError(f"{space.path}: metric.file {space.metric_file} is not an output "
+                             f"of {space.pipeline} (its outputs: {', '.join(sorted(outs))})")
+    for key, path in (("table", space.table), ("best", space.best),
+                      ("the trial logs", str(space.path.parent / LOG_DIR / "-"))):
+        try:
+            if path:
+                (root / path).parent.mkdir(parents=True, exist_ok=True)
+            ok = not path or not (root / path).is_dir() and os.access((root / path).parent,
+                                                                       os.W_OK)
+        except OSError as err:
+            ok = f"cannot create {Path(path).parent} ({err.strerror or err})"
+        if ok is not True:
+            raise UserInputError(f"{space.path}: {key}: " + (ok or f"cannot write {path} (a "
+                                 "folder, or one without write permission)"))
+
+
+class _Args(argparse.ArgumentParser):
+    def error(self, message: str):   # one line and exit 2, as every other bad input
+        raise UserInputError(f"attn-forecast tune: {message} (see --help)")
+
+
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="attn-forecast tune", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--space", default="competitions/tune/space.yaml",
-                    help="the search file (study, storage, trials, pipeline, params, metric, "
-                    "space)")
+    blank = SimpleNamespace(pipeline="<pipeline>", params="<params file>")
+    cmd = " ".join(trial_command(blank, "<study>-<number>", {"<section>.<key>": 0}))
+    ap = _Args(prog="attn-forecast tune", description=__doc__.replace(
+        "{command}", cmd.replace("=0", "=<value> ...")),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--space", default="competitions/tune/space.yaml", help="the search file")
     ap.add_argument("--storage", help="instead of the file's: a journal file, or an Optuna "
                     "storage URL (sqlite:///..., postgresql://...) that several workers reach")
     ap.add_argument("--trials", type=int, help="instead of the file's: the study's size")
     args = ap.parse_args(argv)
     if args.trials is not None and args.trials < 1:
         raise UserInputError(f"--trials must be >= 1, got {args.trials}")
+    if args.storage is not None and not args.storage.strip():
+        raise UserInputError("--storage must name a journal file or a storage URL, got ''")
     root = Path.cwd()
     space = read_space(args.space)
     for f in (space.pipeline, space.params):
@@ -314,4 +393,8 @@ def main(argv: list[str] | None = None) -> None:
             raise UserInputError(f"{f} is not in git: each trial runs `dvc exp run --temp` on "
                                  f"a copy of the git project; `git add {f}` and commit it")
     trial_params(root / space.params)
-    tune(space, root, args.storage, args.trials)
+    check_outputs(root, space)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.default_int_handler)   # kill: as Ctrl-C
+    tune(space, root, args.storage, args.trials,
+         "--storage" if args.storage else f"{args.space}: storage")

@@ -4,16 +4,22 @@ pipeline (competitions/tune/dvc.yaml) on M3's "other" subset with a tiny model a
 optimizer steps, so a trial takes seconds.
 
 - Two workers on one journal file finish one study: every trial is run once (none lost,
-  none twice), each is a DVC experiment that ``dvc exp show`` lists with its sMAPE, and the
-  best is written as the trial params file.
-- A Ctrl-C'd search keeps its finished trials, queues the interrupted one again, and the same
-  command resumes the study to its size.
-- A bad search file or a pipeline git does not hold: one line, exit 2, no trial run.
+  none twice), each is a DVC experiment that ``dvc exp show`` lists with its sMAPE, the best
+  is written as the trial params file and every trial to the table (trials.csv), and no
+  Optuna warning is printed between trials.
+- Ctrl-C to the search's process alone ends the trial's run (dvc and its stage): it leaves
+  no experiment and no process, the trial is queued again, and the same command resumes the
+  study to its size, with no experiment but its trials'.
+- A bad search file (a key params.yaml does not know, a value it refuses), a bad --storage, a
+  study resumed with another search space, or a pipeline git does not hold: one line, exit 2,
+  no trial run, nothing written.
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -23,7 +29,9 @@ import optuna
 import pytest
 import yaml
 
-from conftest import ROOT, Project, kill_processes_under
+from attn_forecast import search
+from attn_forecast.pipeline import tuning
+from conftest import ROOT, Project, kill_processes_under, processes_under
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -129,18 +137,31 @@ def test_two_workers_on_one_storage_finish_one_study(searchable, storage):
     assert written["train"]["lr"] == best.params["train.lr"]
     assert written["model"]["d_model"] == best.params["model.d_model"]
     assert f"dvc exp apply {best.user_attrs['experiment']}" in "".join(text)
+    # the table of every trial, beside the search file
+    with open(proj.path / "competitions/tune/trials.csv") as fh:
+        rows = {int(r["number"]): r for r in csv.DictReader(fh)}
+    for t in done:
+        assert rows[t.number]["state"] == "complete" and \
+            float(rows[t.number]["value"]) == t.value, rows[t.number]
+    # each line's (k/4) counts the study's finished trials, every worker's
+    counts = sorted(int(c) for c in re.findall(r"\((\d)/4 done\)", "".join(text)))
+    assert len(counts) == 4 and counts[-1] == 4, text
+    # no Optuna warning between trials, in the workers or in the trials' runs
+    logs = [f.read_text() for f in (proj.path / "competitions/tune/logs").iterdir()]
+    assert not [t for t in text + logs if "Warning" in t], text + logs
     # the workspace is as committed: trials ran in temporary copies
     status = proj.run(["git", "status", "--porcelain", "--untracked-files=no"], check=True)
     assert status.stdout.strip() == "", status.stdout
 
 
 def test_an_interrupted_search_keeps_its_trials_and_resumes(searchable):
+    """Ctrl-C to the search's process alone (a terminal's reaches it alone too: a trial's run
+    is in a process group of its own)."""
     proj = searchable
     SPACE3 = {**SPACE, "trials": 3}
     (proj.path / "competitions/tune/space.yaml").write_text(yaml.safe_dump(SPACE3))
     proj.git_commit("three trials")
     log = open(proj.path / "tune.log", "w+")
-    # a new session, as a terminal's job: Ctrl-C reaches the search and its dvc together
     proc = subprocess.Popen(["attn-forecast", "tune", "--space",
                              "competitions/tune/space.yaml"], cwd=proj.path, env=proj.env,
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -153,12 +174,15 @@ def test_an_interrupted_search_keeps_its_trials_and_resumes(searchable):
             assert proc.poll() is None and time.time() < deadline, \
                 (proj.path / "tune.log").read_text()
             time.sleep(0.2)                            # trial 1 under way: its stage runs
-        os.killpg(proc.pid, signal.SIGINT)
+        os.kill(proc.pid, signal.SIGINT)
         rc = proc.wait(timeout=120)
+        time.sleep(1)                                  # a killed process is gone soon after
+        left = processes_under(proj.path)              # the trial's dvc and stage ended
     finally:
         kill_processes_under(proj.path)
     out = (proj.path / "tune.log").read_text()
     assert rc == 130, out
+    assert not left, out
     assert "interrupted in trial 1: it is queued again; 1 finished trials are kept" in out
     assert "Traceback" not in out, out
     study = _study(proj)
@@ -166,6 +190,9 @@ def test_an_interrupted_search_keeps_its_trials_and_resumes(searchable):
     assert states[0] == optuna.trial.TrialState.COMPLETE
     assert states[1] == optuna.trial.TrialState.FAIL
     interrupted = study.trials[1].params
+    assert set(_experiments(proj)) == {"e2e-000"}      # trial 1's run saved nothing
+    with open(proj.path / "competitions/tune/trials.csv") as fh:
+        assert [r["state"] for r in csv.DictReader(fh)] == ["complete", "fail", "waiting"]
     # the same command resumes: the interrupted trial's settings first, up to 3 finished
     res = _tune(proj)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -174,21 +201,59 @@ def test_an_interrupted_search_keeps_its_trials_and_resumes(searchable):
     done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert len(done) == 3 and done[0].number == 0
     assert done[1].params == interrupted
-    assert set(t.user_attrs["experiment"] for t in done) <= set(_experiments(proj))
+    # every experiment is a finished trial's: none of the interrupted run, none twice
+    assert set(t.user_attrs["experiment"] for t in done) == set(_experiments(proj))
 
 
-@pytest.mark.parametrize("edit, words", [
-    ({"trials": 0}, "'trials' must be >= 1"),
-    ({"space": {"lr": {"low": 1, "high": 2}}}, "a key must be <section>.<name>"),
-    ({"pipeline": "competitions/tune/nope.yaml"}, "competitions/tune/nope.yaml does not exist"),
+@pytest.mark.parametrize("edit, args, words", [
+    ({"trials": 0}, [], "'trials' must be >= 1"),
+    ({"space": {"lr": {"low": 1, "high": 2}}}, [], "a key must be <section>.<name>"),
+    ({"pipeline": "competitions/tune/nope.yaml"}, [],
+     "competitions/tune/nope.yaml does not exist"),
+    ({"space": {"train.learning_rate": {"low": 0.001, "high": 0.01}}}, [],
+     "space.train.learning_rate is not a params key: unknown key train.learning_rate"),
+    ({"space": {"train.lr": {"low": -1, "high": 0.01}}}, [],
+     "space.train.lr: its low -1.0 is refused: train.lr must be a number > 0.0"),
+    ({"metric": {"file": "competitions/tune/scores.json", "key": "smape"}}, [],
+     "metric.file competitions/tune/scores.json is not an output of competitions/tune/dvc.yaml"),
+    ({}, ["--storage", "competitions"], "competitions is a folder; give the journal file"),
+    ({}, ["--storage", "competitions/tune/dvc.yaml/study.journal"],
+     "--storage: cannot create the journal file"),
 ])
-def test_a_bad_search_file_is_one_line_and_runs_nothing(searchable, edit, words):
+def test_a_bad_search_file_is_one_line_and_runs_nothing(searchable, edit, args, words):
     proj = searchable
     (proj.path / "competitions/tune/space.yaml").write_text(yaml.safe_dump({**SPACE, **edit}))
-    res = _tune(proj, timeout=120)
+    res = _tune(proj, *args, timeout=120)
     assert res.returncode == 2 and words in res.stderr, res.stderr
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
     assert not (proj.path / "competitions/tune/study.journal").exists()
+    assert not (proj.path / "competitions/tune/trials.csv").exists()
+
+
+def test_a_study_resumed_with_another_search_space_is_refused(searchable):
+    """The study holds a finished trial of its space; the search file now has another key:
+    refused before any trial, the study, the table and the best untouched."""
+    proj = searchable
+    journal = proj.path / "competitions/tune/study.journal"
+    space = tuning.read_space(proj.path / "competitions/tune/space.yaml")
+    study = search.make_study(space, str(journal))
+    with tuning.quiet():
+        trial = study.ask()
+    tuning.suggest(trial, space.space)
+    study.tell(trial, 12.0)
+    (proj.path / "competitions/tune/best.yaml").write_text("subset: other\n")
+    before = journal.read_bytes()
+    wider = {**SPACE["space"], "model.n_layers": {"low": 1, "high": 2}}
+    (proj.path / "competitions/tune/space.yaml").write_text(yaml.safe_dump(
+        {**SPACE, "space": wider}))
+    res = _tune(proj, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert (f"error: competitions/tune/space.yaml: study e2e in {journal} was run with another "
+            "search (added model.n_layers); keep its space, or name a new study (study: e2e-2 "
+            "in competitions/tune/space.yaml) or another storage (--storage)\n") == res.stderr
+    assert journal.read_bytes() == before
+    assert (proj.path / "competitions/tune/best.yaml").read_text() == "subset: other\n"
+    assert not (proj.path / "competitions/tune/trials.csv").exists()
 
 
 def test_a_pipeline_git_does_not_hold_is_refused_before_any_trial(searchable):

@@ -1,10 +1,23 @@
-"""The search's pieces without DVC: the search file checked line by line, each key's range
-sampled by Optuna, a trial's -S arguments, the trial's params file, the hook that reports a
-trial's epochs and prunes it, and the best trial's params file."""
+"""The search's pieces without DVC: the search file checked line by line (against the params
+schema too), each key's range sampled by Optuna, a trial's -S arguments, the trial's params
+file, the hook that reports a trial's training by optimizer step and prunes it, the journal's
+heartbeats, the study's own search space, and the driver's loop run with a stand-in for `dvc`
+(a crashing trial, the (k/N) count, the table of trials, Ctrl-C's end of a trial's run)."""
 from __future__ import annotations
 
+import csv
+import importlib.util
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import optuna
 import pytest
@@ -16,6 +29,8 @@ from attn_forecast.pipeline import tuning
 from conftest import ROOT
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+Trial = optuna.trial.TrialState
+pytestmark = pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed")
 
 GOOD = {"study": "s", "storage": "study.journal", "trials": 4, "pipeline": "p/dvc.yaml",
         "params": "p/params.yaml", "metric": {"file": "p/score.json", "key": "smape"},
@@ -35,6 +50,7 @@ def test_the_projects_search_file_reads():
     s = tuning.read_space(ROOT / "competitions" / "tune" / "space.yaml")
     assert s.trials >= 20 and s.direction == "minimize" and s.metric == "smape"
     assert (ROOT / s.pipeline).is_file() and (ROOT / s.params).is_file()
+    assert s.table == "competitions/tune/trials.csv" and 0 < s.pruner["warmup"] < 1
     subset, over = tuning.trial_params(ROOT / s.params)
     # committed: the competition's own settings, one model (a search compares single models)
     assert subset == "monthly" and over == {"train": {"ensemble": 1}}
@@ -54,18 +70,40 @@ def test_the_projects_search_file_reads():
     ({"space": {"train.lr": {"choices": []}}}, "choices must be a non-empty list"),
     ({"space": {"train.lr": {"min": 1}}}, "must be {choices: [...]} or {low: L, high: H}"),
     ({"space": {"train.lr": {"low": 1, "high": 2, "scale": 3}}}, "unknown keys ['scale']"),
+    ({"space": {"train.lr": {"low": 0.1, "high": 1, "step": 0}}}, "step must be > 0"),
+    ({"space": {"model.lookbacks": {"choices": [[16, 32], []]}}},
+     "choices may hold numbers, strings, true, false or null"),
     ({"sampler": {"name": "grid"}}, "sampler.name must be one of"),
+    ({"sampler": {"seed": "zero"}}, "sampler.seed must be an integer >= 0, got 'zero'"),
+    ({"sampler": {"startup": 8, "trials": 3}}, "sampler has unknown keys ['trials']"),
     ({"pruner": {"name": "hyperband"}}, "pruner.name must be one of"),
     ({"pruner": "median"}, "'pruner' must be a mapping"),
+    ({"pruner": {"warmup": 1}}, "pruner.warmup is the part of a trial's step budget"),
     ({"space": {"train.lr": {"low": 0.1, "high": 1, "log": True, "step": 0.1}}},
-     "log: true or a step, not both"),
+     "log: true needs low > 0 and no step"),
     ({"study": "m3/monthly"}, "'study' names each trial's experiment"),
     ({"study": "a..b"}, "'study' names each trial's experiment"),
+    ({"best": 3}, "'best' must name a file"),
+    ({"storage": ""}, "'storage' must name a file"),
+    ({"apply": "competitions/dvc.yaml"}, "'apply' must be <dvc.yaml>@<params file>:<section>"),
+    # the params schema: a key it does not know, a value it refuses
+    ({"space": {"train.learning_rate": {"low": 0.001, "high": 0.01}}},
+     "space.train.learning_rate is not a params key: unknown key train.learning_rate (known "
+     "keys here: seed, init, epochs, lr,"),
+    ({"space": {"train.lr": {"low": -1, "high": 0.01}}},
+     "space.train.lr: its low -1.0 is refused: train.lr must be a number > 0.0, got -1.0"),
+    ({"space": {"model.n_layers": {"choices": [0, 2]}}},
+     "space.model.n_layers: its choice 0 is refused: model.n_layers must be an integer >= 1"),
+    ({"space": {"model.pooling": {"choices": ["mean", "max"]}}},
+     "its choice 'max' is refused: model.pooling must be one of 'last' | 'mean' | 'flatten'"),
+    ({"space": {"model.dropout": {"low": 0, "high": 1}}},
+     "space.model.dropout: its high 1 is refused: model.dropout must be a number < 1"),
 ])
 def test_a_bad_search_file_is_one_line_naming_the_key(tmp_path, change, words):
     with pytest.raises(ParamsError) as err:
         tuning.read_space(_write(tmp_path, {**GOOD, **change}))
     assert words in str(err.value) and "\n" not in str(err.value)
+    assert str(err.value).startswith(str(tmp_path / "space.yaml"))
 
 
 def test_a_missing_search_file_says_so(tmp_path):
@@ -84,6 +122,8 @@ def test_suggest_draws_each_key_in_its_range_and_kind():
         assert v["model.n_layers"] in (1, 2, 3) and isinstance(v["model.n_layers"], int)
         assert min(abs(v["model.dropout"] - d) for d in (0.0, 0.1, 0.2)) < 1e-9
         study.tell(t, 1.0)
+    # what the trials drew from is the space, as a study keeps it
+    assert study.trials[0].distributions == spec
 
 
 def test_a_trials_settings_are_set_keys_dvc_reads_back_exactly(tmp_path):
@@ -102,52 +142,470 @@ def test_the_trial_params_file_is_checked(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("subset: monthly\ntrain: {lr: 0.002}\nmodel: {}\n")
     assert tuning.trial_params(path) == ("monthly", {"train": {"lr": 0.002}})
-    path.write_text("subset: monthly\ndata: {kind: csv}\n")
-    with pytest.raises(ParamsError, match="unknown keys \\['data'\\]"):
-        tuning.trial_params(path)
-    path.write_text("train: {}\n")
-    with pytest.raises(ParamsError, match="must name a 'subset'"):
-        tuning.trial_params(path)
-    path.write_text("subset: monthly\ntrain: 3\n")
-    with pytest.raises(ParamsError, match="train must be a mapping"):
-        tuning.trial_params(path)
+    for text, words in (("subset: monthly\ndata: {kind: csv}\n", "unknown keys ['data']"),
+                        ("train: {}\n", "must name a 'subset'"),
+                        ("subset: monthly\ntrain: 3\n", "train must be a mapping"),
+                        ("subset: monthly\ntrain: {lrate: 0.1}\n",
+                         "train.lrate: unknown key train.lrate"),
+                        ("subset: monthly\ntrain: {ensemble: 0}\n",
+                         "train.ensemble: train.ensemble must be an integer >= 1"),
+                        ("subset: weekly\n", "subset: data.subset must be one of")):
+        path.write_text(text)
+        with pytest.raises(ParamsError) as err:
+            tuning.trial_params(path)
+        assert words in str(err.value) and str(err.value).startswith(str(path)), text
 
 
 def test_outside_a_search_there_is_no_watch(monkeypatch):
     monkeypatch.delenv(tuning.TRIAL_ENV, raising=False)
-    assert tuning.trial_watch(lambda m: 0.0) is None
+    assert tuning.trial_watch(lambda m: 0.0, 10, 100) is None
 
 
-def test_the_watch_reports_every_epoch_and_prunes_a_trial_behind_the_median(tmp_path,
-                                                                             monkeypatch):
-    """Five finished trials scored 1.0 at every epoch; a trial at 5.0 after epoch 1 is pruned
-    there (the median pruner, as the search file sets it), one at 0.5 runs on."""
+def _finished(study, reports: dict[int, float], budget: int = 1000) -> None:
+    """A finished trial that reported ``reports`` (step -> score) with this step budget."""
+    t = study.ask()
+    t.set_user_attr(tuning.BUDGET, budget)
+    for step, v in reports.items():
+        t.report(v, step)
+    study.tell(t, list(reports.values())[-1])
+
+
+def _watch(monkeypatch, journal: str, trial, pruner: dict, score, per_epoch: int, budget: int):
+    monkeypatch.setenv(tuning.TRIAL_ENV, json.dumps(
+        {"storage": journal, "study": "s", "trial": trial.number, "pruner": pruner,
+         "worker": os.getpid()}))
+    return tuning.trial_watch(score, per_epoch, budget)
+
+
+def _run(watch, epochs: int) -> int | None:
+    """The epoch at which the watch prunes a run of ``epochs``, or None."""
+    for e in range(1, epochs + 1):
+        try:
+            watch({"epoch": e}, None)
+        except tuning.Pruned as stop:
+            return stop.epoch
+    return None
+
+
+def test_trials_are_compared_at_equal_optimizer_steps_not_epochs(tmp_path, monkeypatch):
+    """Five finished trials of batch 128: 800 steps an epoch, capped at 1000, so they reported
+    at steps 800 and 1000 (score 10, then 9). A trial of batch 512 takes 200 steps an epoch:
+    its epochs 1-3 (steps 200-600) have nothing to be compared with, whatever its score; at
+    epoch 4 (step 800) it meets their 10 there."""
     journal = str(tmp_path / "study.journal")
-    study = optuna.create_study(study_name="s", storage=tuning.open_storage(journal),
-                                pruner=optuna.pruners.MedianPruner(n_startup_trials=5,
-                                                                   n_warmup_steps=0))
+    study = optuna.create_study(study_name="s", storage=tuning.open_storage(journal))
     for _ in range(5):
-        t = study.ask()
-        for e in (1, 2, 3):
-            t.report(1.0, e)
-        study.tell(t, 1.0)
-    bad, good = study.ask(), study.ask()
-    pruner = {"name": "median", "startup": 5, "warmup": 0}
-    for trial, score in ((good, 0.5), (bad, 5.0)):
-        monkeypatch.setenv(tuning.TRIAL_ENV, json.dumps(
-            {"storage": journal, "study": "s", "trial": trial.number, "pruner": pruner}))
-        watch = tuning.trial_watch(lambda m, v=score: v)
-        if score > 1:
-            with pytest.raises(tuning.Pruned) as stop:
-                watch({"epoch": 1}, None)
-            assert stop.value.epoch == 1 and stop.value.value == 5.0
-        else:
-            for e in (1, 2, 3):
-                watch({"epoch": e}, None)
-    # the reports are in the shared storage, as another process sees them
-    again = optuna.load_study(study_name="s", storage=tuning.open_storage(journal))
-    got = {t.number: t.intermediate_values for t in again.get_trials()}
-    assert got[good.number] == {1: 0.5, 2: 0.5, 3: 0.5} and got[bad.number] == {1: 5.0}
+        _finished(study, {800: 10.0, 1000: 9.0})
+    median = {"name": "median", "startup": 5, "warmup": 0.0}
+    slow, behind, ahead = study.ask(), study.ask(), study.ask()
+    # far behind at its first epochs, where the others have no score yet: not pruned there
+    scores = iter([50.0, 40.0, 30.0, 9.5, 9.0])
+    assert _run(_watch(monkeypatch, journal, slow, median, lambda m: next(scores), 200,
+                       1000), 5) is None
+    assert _watch(monkeypatch, journal, behind, median, lambda m: 11.0, 200, 1000) is not None
+    assert _run(_watch(monkeypatch, journal, behind, median, lambda m: 11.0, 200, 1000),
+                5) == 4
+    assert _run(_watch(monkeypatch, journal, ahead, median, lambda m: 9.9, 200, 1000), 5) \
+        is None
+    # the reports are at optimizer steps, in the shared storage, as another process sees them
+    again = {t.number: t for t in optuna.load_study(
+        study_name="s", storage=tuning.open_storage(journal)).get_trials()}
+    assert list(again[slow.number].intermediate_values) == [200, 400, 600, 800, 1000]
+    assert again[behind.number].intermediate_values == {200: 11.0, 400: 11.0, 600: 11.0,
+                                                        800: 11.0}
+    assert again[slow.number].user_attrs[tuning.BUDGET] == 1000
+
+
+def test_a_trial_that_trained_to_its_last_step_is_never_pruned(tmp_path, monkeypatch):
+    """The others scored 1.0 at every step; a trial far behind is pruned at its first epoch,
+    unless that is its last step (its budget: one epoch's steps, or max_steps)."""
+    journal = str(tmp_path / "study.journal")
+    study = optuna.create_study(study_name="s", storage=tuning.open_storage(journal))
+    for _ in range(5):
+        _finished(study, {s: 1.0 for s in (100, 200, 300)}, budget=300)
+    median = {"name": "median", "startup": 5, "warmup": 0.0}
+    for budget, pruned_at in ((300, 1), (100, None)):
+        trial = study.ask()
+        assert _run(_watch(monkeypatch, journal, trial, median, lambda m: 9.0, 100, budget),
+                    budget // 100) == pruned_at, budget
+        study.tell(trial, state=Trial.FAIL)
+
+
+def test_the_trial_prunes_by_the_search_files_pruner(tmp_path, monkeypatch):
+    """pruner: none never prunes; warmup: 0.5 waits past half the step budget; startup: 6
+    waits for six finished trials."""
+    journal = str(tmp_path / "study.journal")
+    study = optuna.create_study(study_name="s", storage=tuning.open_storage(journal))
+    for _ in range(5):
+        _finished(study, {s: 1.0 for s in (100, 200, 300, 400)}, budget=400)
+    for spec, pruned_at in (({"name": "none"}, None),
+                            ({"name": "median", "startup": 5, "warmup": 0.5}, 2),
+                            ({"name": "median", "startup": 5, "warmup": 0.6}, 3),
+                            ({"name": "median", "startup": 6, "warmup": 0.0}, None)):
+        trial = study.ask()
+        assert _run(_watch(monkeypatch, journal, trial, spec, lambda m: 9.0, 100, 400), 4) \
+            == pruned_at, spec
+        study.tell(trial, state=Trial.FAIL)
+
+
+def test_the_step_plan_is_the_training_loops(monkeypatch):
+    """The steps a trial reports at are those the training loop took: every optimizer step
+    is a forward pass of the step model (a counter wraps it), whatever the batch size, the
+    step cap, and a last batch smaller than the others."""
+    import torch
+    from torch import nn
+    from attn_forecast.config.schema import TrainParams
+    from attn_forecast.model.settings import ModelSettings
+    from attn_forecast.training.batches import resolve_batch
+    from attn_forecast.training.loop import train_model
+    torch.set_num_threads(1)
+    series = torch.sin(torch.arange(300, dtype=torch.float32) / 5)
+    ends = torch.arange(16, 250)                       # 234 training windows
+    taken = [0]
+
+    class Counted(nn.Module):
+        def __init__(self, m: nn.Module) -> None:
+            super().__init__()
+            self.m = m
+
+        def forward(self, *a, **k):
+            taken[0] += 1
+            return self.m(*a, **k)
+    for batch, epochs, max_steps in ((64, 3, 0), (100, 5, 7), (0, 2, 0), (16, 9, 40)):
+        p = TrainParams(epochs=epochs, batch_size=batch, max_steps=max_steps, ensemble=1,
+                        augment_noise=0.0)
+        per_epoch, budget = tuning.step_plan(len(ends), resolve_batch(batch, len(ends)),
+                                             epochs, max_steps)
+        taken[0], seen = 0, []
+        train_model(ModelSettings(window=16, d_model=8, ffn_dim=16), series, ends,
+                    torch.zeros(0, dtype=torch.int64), p, torch.device("cpu"), wrap=Counted,
+                    progress=False, watch=lambda row, m: seen.append(
+                        (min(row["epoch"] * per_epoch, budget), taken[0])))
+        assert seen and all(planned == real for planned, real in seen), (batch, seen)
+        assert seen[-1][0] == budget, (batch, seen)
+
+
+def test_a_dead_workers_journal_trial_is_run_again_once_its_heartbeat_is_old(tmp_path,
+                                                                            monkeypatch):
+    """A worker killed outright (SIGKILL) leaves its trial running in the journal. It counts as
+    taken while its heartbeat is fresh; once 3 heartbeats old, the next worker fails it and
+    queues its settings again, which it then runs."""
+    journal = str(tmp_path / "study.journal")
+    space = tuning.read_space(_write(tmp_path, {**GOOD, "storage": journal, "trials": 1}))
+    dead = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import os, signal
+        from attn_forecast import search
+        from attn_forecast.pipeline import tuning
+        space = tuning.read_space({str(tmp_path / 'space.yaml')!r})
+        study = search.make_study(space, {journal!r})
+        trial = study.ask()
+        tuning.suggest(trial, space.space)
+        study._storage.record_heartbeat(trial._trial_id)
+        os.kill(os.getpid(), signal.SIGKILL)""")], capture_output=True, text=True)
+    assert dead.returncode == -signal.SIGKILL, dead.stderr
+    study = search.make_study(space, journal)
+    assert [t.state for t in study.trials] == [Trial.RUNNING]
+    with tuning.quiet():
+        optuna.storages.fail_stale_trials(study)
+    assert search.count(study, *search.TAKEN) == 1           # fresh: a live worker's, maybe
+    later = time.time() + 3 * tuning.HEARTBEAT_S + 1
+    monkeypatch.setattr(tuning, "time", SimpleNamespace(time=lambda: later))
+    root = _repo(tmp_path)
+    _fake_dvc(monkeypatch, tmp_path)
+    assert search.tune(space, root) == 1
+    trials = optuna.load_study(study_name="s", storage=tuning.open_storage(journal)).trials
+    assert [t.state for t in trials] == [Trial.FAIL, Trial.COMPLETE]
+    assert trials[1].params == trials[0].params
+
+
+def test_a_retried_trial_is_not_stale_by_its_first_runs_heartbeat(tmp_path, monkeypatch):
+    """The retry of a stale trial carries the first run's last beat; once a worker takes it,
+    it is as fresh as its start."""
+    journal = str(tmp_path / "study.journal")
+    space = tuning.read_space(_write(tmp_path, {**GOOD, "storage": journal}))
+    study = search.make_study(space, journal)
+    tuning.suggest(first := study.ask(), space.space)
+    study._storage.set_trial_system_attr(first._trial_id, tuning.BEAT,   # its last beat
+                                         time.time() - 4 * tuning.HEARTBEAT_S)
+    later = time.time() + 4 * tuning.HEARTBEAT_S                # and its start: long ago
+    with tuning.quiet(), monkeypatch.context() as m:
+        m.setattr(tuning, "time", SimpleNamespace(time=lambda: later))
+        optuna.storages.fail_stale_trials(study)
+    with tuning.quiet():
+        retry = study.ask()                                     # a worker takes it now
+        optuna.storages.fail_stale_trials(study)
+    assert [t.state for t in study.trials] == [Trial.FAIL, Trial.RUNNING]
+    assert retry.params == first.params
+
+
+def _repo(tmp_path: Path) -> Path:
+    """A git repository with one commit (a trial's experiments are of a commit)."""
+    root = tmp_path / "repo"
+    (root / "p").mkdir(parents=True)
+    (root / "p" / "params.yaml").write_text("subset: other\n")
+    (root / "p" / "dvc.yaml").write_text(
+        "stages:\n  trial:\n    cmd: x\n    metrics: [{score.json: {cache: false}}]\n")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "x"]):
+        subprocess.run(cmd, cwd=root, check=True, env=env)
+    return root
+
+
+def _fake_dvc(monkeypatch, tmp_path: Path, crash: str = "") -> None:
+    """`dvc` stood in for by a script: the experiment named ``crash`` fails with a bug of its
+    stage's; every other one is saved with sMAPE = its trial number."""
+    fake = tmp_path / "fake_dvc.py"
+    fake.write_text(textwrap.dedent(f"""
+        import sys
+        name = sys.argv[sys.argv.index("-n") + 1]
+        print("Running stage 'trial':")
+        if name == {crash!r}:
+            print("Traceback (most recent call last):")
+            print("RuntimeError: the stage's own bug")
+            print("ERROR: failed to reproduce 'trial': exited with 1")
+            sys.exit(1)"""))
+    monkeypatch.setattr(search, "DVC", [sys.executable, str(fake)])
+    monkeypatch.setattr(search, "experiment_metric", lambda root, name, space, base: {
+        "smape": float(name.rsplit("-", 1)[1]), "pruned": False})
+
+
+def test_the_loop_records_a_crash_and_goes_on_counts_every_workers_trials_and_writes_the_table(
+        tmp_path, monkeypatch, capsys):
+    """A study of 4 trials whose trial 0 another worker runs (alive); here trial 1 crashes
+    inside `dvc exp run` (its reason kept, on the progress output and in the table), and the
+    study goes on. Each line's (k/N) counts the study's finished trials, every worker's. The
+    table lists every trial. No Optuna ExperimentalWarning on the way. The help names the
+    command the trial ran."""
+    root = _repo(tmp_path)
+    space = tuning.read_space(_write(root, {**GOOD, "storage": str(tmp_path / "j.journal")}))
+    space.path = Path("space.yaml")
+    other = search.make_study(space, str(tmp_path / "j.journal")).ask()   # another worker's
+    tuning.suggest(other, space.space)
+    _fake_dvc(monkeypatch, tmp_path, crash="s-001")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert search.tune(space, root) == 3
+    out = capsys.readouterr()
+    assert not [w for w in caught if issubclass(w.category,
+                                                optuna.exceptions.ExperimentalWarning)]
+    assert "trial 1 failed: dvc exp run exited 1: RuntimeError: the stage's own bug" in out.err
+    assert re.findall(r"trial (\d) \((\d)/4 done\)", out.out) == [("2", "1"), ("3", "2"),
+                                                                 ("4", "3")]
+    study = optuna.load_study(study_name="s", storage=tuning.open_storage(
+        str(tmp_path / "j.journal")))
+    assert study.trials[1].state == Trial.FAIL
+    assert study.trials[1].user_attrs["fail_reason"] == "RuntimeError: the stage's own bug"
+    rows = list(csv.DictReader(open(root / "trials.csv")))
+    assert [(r["number"], r["state"], r["experiment"]) for r in rows] == [
+        ("0", "running", ""), ("1", "fail", "s-001"), ("2", "complete", "s-002"),
+        ("3", "complete", "s-003"), ("4", "complete", "s-004")]
+    assert rows[1]["note"] == "RuntimeError: the stage's own bug" and rows[2]["value"] == "2.0"
+    assert float(rows[3]["train.lr"]) == study.trials[3].params["train.lr"]
+    # the help's command is the one the trial ran
+    with pytest.raises(SystemExit):
+        search.main(["--help"])
+    shown = next(ln.strip() for ln in capsys.readouterr().out.splitlines() if "dvc exp" in ln)
+    pattern = re.escape(shown).replace(re.escape("<value> ..."), r"\S+( -S \S+)*")
+    ran = (root / "logs" / "s-002.log").read_text().splitlines()[0].removeprefix("$ ")
+    assert re.fullmatch(re.sub(r"<[^>]+>", r"\\S+", pattern), ran), (shown, ran)
+
+
+def test_a_study_is_never_resumed_with_another_search_space(tmp_path):
+    """A study created with one space (or, older, whose trials drew from it) refuses another:
+    one line naming the study, its storage, what differs and how to start anew, and the
+    storage unchanged."""
+    journal = str(tmp_path / "study.journal")
+    space = tuning.read_space(_write(tmp_path, {**GOOD, "storage": journal}))
+    study = search.make_study(space, journal)
+    tuning.suggest(t := study.ask(), space.space)
+    study.tell(t, 1.0)
+    other = dict(GOOD["space"], **{"model.n_heads": {"choices": [2, 4]},
+                                   "train.lr": {"low": 0.001, "high": 0.1, "log": True}})
+    del other["model.dropout"]
+    before = Path(journal).read_bytes()
+    for change, differs in (({"space": other}, "added model.n_heads, removed model.dropout, "
+                                               "changed train.lr"),
+                            ({"direction": "maximize"}, "direction minimize")):
+        changed = tuning.read_space(_write(tmp_path, {**GOOD, **change}))
+        with pytest.raises(UserInputError) as err:
+            search.make_study(changed, journal)
+        assert str(err.value) == (
+            f"{tmp_path / 'space.yaml'}: study s in {journal} was run with another search "
+            f"({differs}); keep its space, or name a new study (study: s-2 in "
+            f"{tmp_path / 'space.yaml'}) or another storage (--storage)")
+    assert Path(journal).read_bytes() == before
+    # an older study, without the space it was created with: its trials' ranges say it
+    old = str(tmp_path / "old.journal")
+    plain = optuna.create_study(study_name="s", storage=tuning.open_storage(old))
+    tuning.suggest(t := plain.ask(), space.space)
+    plain.tell(t, 1.0)
+    with pytest.raises(UserInputError, match="added model.n_heads, removed model.dropout, "
+                                             "changed train.lr"):
+        search.make_study(tuning.read_space(_write(tmp_path, {**GOOD, "space": other})), old)
+    assert search.make_study(space, old).user_attrs[search.SPACE_ATTR]   # the same: joined
+
+
+def test_a_new_study_refused_for_another_space_names_the_keys(tmp_path):
+    journal = str(tmp_path / "study.journal")
+    search.make_study(tuning.read_space(_write(tmp_path, {**GOOD, "storage": journal})),
+                      journal)
+    other = dict(GOOD["space"], **{"model.n_heads": {"choices": [2, 4]}})
+    with pytest.raises(UserInputError, match=r"another search \(added model.n_heads\); keep its "
+                                             r"space, or name a new study \(study: s-2 in "):
+        search.make_study(tuning.read_space(_write(tmp_path, {**GOOD, "space": other})),
+                          journal)
+
+
+def test_ctrl_c_ends_the_trials_whole_process_group(tmp_path):
+    """Like `dvc exp run`, the group's leader ignores Ctrl-C while its stage runs: the stage
+    gets it (and stops), or, if it ignores it too, SIGKILL ends both after the grace time."""
+    for stage_ignores in (False, True):
+        pids = tmp_path / f"pids{stage_ignores}"
+        stage = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN)"
+                 if stage_ignores else "import time") + "; time.sleep(60)"
+        leader = textwrap.dedent(f"""
+            import os, signal, subprocess, sys
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            child = subprocess.Popen([sys.executable, "-c", {stage!r}])
+            open({str(pids)!r}, "w").write(f"{{os.getpid()}} {{child.pid}}")
+            sys.exit(child.wait())""")
+        proc = subprocess.Popen([sys.executable, "-c", leader], start_new_session=True)
+        while not (pids.exists() and pids.read_text()):
+            time.sleep(0.05)
+        time.sleep(0.3)
+        search.end_group(proc, grace=1.0)
+        deadline = time.time() + 10                 # a killed process is gone soon after
+        while time.time() < deadline and [p for p in map(int, pids.read_text().split())
+                                          if _running(p)]:
+            time.sleep(0.05)
+        assert not [p for p in map(int, pids.read_text().split()) if _running(p)], stage_ignores
+
+
+def _running(pid: int) -> bool:
+    try:
+        return "(zombie)" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+def test_ctrl_c_keeps_a_trial_whose_experiment_was_saved_or_queues_it_again(tmp_path,
+                                                                            monkeypatch):
+    journal = str(tmp_path / "study.journal")
+    space = tuning.read_space(_write(tmp_path, {**GOOD, "storage": journal}))
+    study = search.make_study(space, journal)
+    saved, lost = study.ask(), study.ask()
+    for t in (saved, lost):
+        tuning.suggest(t, space.space)
+        t.set_user_attr("experiment", f"s-{t.number:03d}")
+
+    def metric(root, name, space, base):
+        if name != "s-000":
+            raise UserInputError(f"experiment {name} was not saved with p/score.json")
+        return {"smape": 3.0}
+    monkeypatch.setattr(search, "experiment_metric", metric)
+    assert search.settle(tmp_path, space, study, saved, "ab12") == \
+        "its experiment s-000 had finished: it is kept"
+    assert search.settle(tmp_path, space, study, lost, "ab12") == "it is queued again"
+    trials = study.trials
+    assert [t.state for t in trials] == [Trial.COMPLETE, Trial.FAIL, Trial.WAITING]
+    assert trials[0].value == 3.0 and trials[2].system_attrs["fixed_params"] == trials[1].params
+
+
+@pytest.mark.parametrize("what", ["folder", "under a file", "unwritable"])
+def test_a_journal_that_cannot_be_made_is_one_line(tmp_path, what):
+    (tmp_path / "f").write_text("")
+    where = {"folder": tmp_path, "under a file": tmp_path / "f" / "study.journal",
+             "unwritable": Path("/proc/self/study.journal")}[what]
+    with pytest.raises(UserInputError) as err:
+        tuning.open_storage(str(where), "--storage")
+    assert str(err.value).startswith(f"--storage: ") and str(where) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_the_search_files_outputs_are_checked_before_any_trial(tmp_path):
+    root = _repo(tmp_path)
+    (root / "f").write_text("")
+    for change, words in (({"metric": {"file": "p/other.json", "key": "smape"}},
+                           "metric.file p/other.json is not an output of p/dvc.yaml (its "
+                           "outputs: p/score.json)"),
+                          ({"best": "f/best.yaml"}, "best: cannot create f"),
+                          ({"table": "p"}, "table: cannot write p (a folder"),
+                          ({"table": "/proc/self/trials.csv"}, "table: cannot")):
+        space = tuning.read_space(_write(root, {**GOOD, **change}))
+        with pytest.raises(UserInputError) as err:
+            search.check_outputs(root, space)
+        assert words in str(err.value) and "\n" not in str(err.value), change
+    search.check_outputs(root, tuning.read_space(_write(root, GOOD)))
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--trials", "x"], "argument --trials: invalid int value: 'x'"),
+    (["--trails", "3"], "unrecognized arguments: --trails 3"),
+    (["--trials", "0"], "--trials must be >= 1, got 0"),
+    (["--storage", ""], "--storage must name a journal file or a storage URL"),
+])
+def test_a_bad_flag_is_one_line(argv, words):
+    with pytest.raises(UserInputError) as err:
+        search.main(argv)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_trial_forces_the_validation_holdout(tmp_path, monkeypatch):
+    """Whatever competitions/params.yaml says (holdout: test), the trial stage reads each
+    series' training part alone: the test part is never read."""
+    from attn_forecast.data import sources
+    (tmp_path / "competitions" / "tune").mkdir(parents=True)
+    raw = yaml.safe_load((ROOT / "competitions" / "params.yaml").read_text())
+    (tmp_path / "competitions" / "params.yaml").write_text(
+        yaml.safe_dump({**raw, "holdout": "test"}))
+    (tmp_path / "competitions" / "tune" / "params.yaml").write_text(
+        "subset: other\nprepare: {window: 24}\nmodel: {lookbacks: []}\n")
+    monkeypatch.setenv("ATTN_FORECAST_NATIVE_CPU", "1")      # importing the stage pins nothing
+    monkeypatch.delenv(tuning.TRIAL_ENV, raising=False)
+    handler = signal.getsignal(signal.SIGINT)
+    spec = importlib.util.spec_from_file_location("trial_stage",
+                                                  ROOT / "stages" / "competition_trial.py")
+    stage = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(stage)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    read, real = [], sources.competition
+
+    def competition(name, subset, holdout):
+        read.append(holdout)
+        return real(name, subset, holdout)
+
+    class Stop(Exception):
+        pass
+
+    def stop(p, store):
+        raise Stop(p.data.holdout)
+    monkeypatch.setattr(sources, "competition", competition)
+    monkeypatch.setattr(stage, "check_data", stop)
+    with pytest.raises(Stop, match="validation"):
+        stage.main(["--params", str(tmp_path / "competitions" / "params.yaml"),
+                    "--trial", str(tmp_path / "competitions" / "tune" / "params.yaml"),
+                    "--metrics", str(tmp_path / "score.json"), "--pretrained", "none"])
+    assert read == ["validation"]
+
+
+def test_a_relative_sqlite_storage_is_made_absolute(tmp_path):
+    s = tuning.read_space(_write(tmp_path, {**GOOD, "storage": "sqlite:///tune/study.db"}))
+    assert s.storage_url(tmp_path) == f"sqlite:///{tmp_path.resolve()}/tune/study.db"
+    s.storage = "sqlite:////abs/study.db"
+    assert s.storage_url(tmp_path) == "sqlite:////abs/study.db"
+    s.storage = "study.journal"
+    assert s.storage_url(tmp_path) == str(tmp_path.resolve() / "study.journal")
+
+
+def test_opening_a_database_storage_warns_nothing(tmp_path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tuning.open_storage(f"sqlite:///{tmp_path}/study.db")
+    assert not [w for w in caught if issubclass(w.category,
+                                                optuna.exceptions.ExperimentalWarning)]
 
 
 def test_the_best_trial_is_written_as_the_trial_params_file(tmp_path):
@@ -167,39 +625,3 @@ def test_the_best_trial_is_written_as_the_trial_params_file(tmp_path):
     assert best["train"]["lr"] == study.best_trial.params["train.lr"]
     assert "dvc exp apply s-001" in line
     assert "dvc exp run c/dvc.yaml -S 'c/params.yaml:++monthly.train.lr=" in line
-
-
-def test_the_trial_prunes_by_the_search_files_pruner(tmp_path, monkeypatch):
-    """pruner: none never prunes, whatever Optuna's default would; warmup: 2 waits past
-    epoch 2."""
-    journal = str(tmp_path / "study.journal")
-    study = optuna.create_study(study_name="s", storage=tuning.open_storage(journal))
-    for _ in range(5):
-        t = study.ask()
-        for e in (1, 2, 3):
-            t.report(1.0, e)
-        study.tell(t, 1.0)
-    for spec, pruned_at in (({"name": "none"}, None), ({"name": "median", "startup": 5,
-                                                          "warmup": 2}, 3)):
-        trial = study.ask()
-        monkeypatch.setenv(tuning.TRIAL_ENV, json.dumps(
-            {"storage": journal, "study": "s", "trial": trial.number, "pruner": spec}))
-        watch = tuning.trial_watch(lambda m: 9.0)
-        stopped = None
-        for e in (1, 2, 3):
-            try:
-                watch({"epoch": e}, None)
-            except tuning.Pruned as stop:
-                stopped = stop.epoch
-                break
-        assert stopped == pruned_at, spec
-        study.tell(trial, state=optuna.trial.TrialState.FAIL)
-
-
-def test_a_relative_sqlite_storage_is_made_absolute(tmp_path):
-    s = tuning.read_space(_write(tmp_path, {**GOOD, "storage": "sqlite:///tune/study.db"}))
-    assert s.storage_url(tmp_path) == f"sqlite:///{tmp_path.resolve()}/tune/study.db"
-    s.storage = "sqlite:////abs/study.db"
-    assert s.storage_url(tmp_path) == "sqlite:////abs/study.db"
-    s.storage = "study.journal"
-    assert s.storage_url(tmp_path) == str(tmp_path.resolve() / "study.journal")
