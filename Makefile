@@ -43,9 +43,11 @@ store: repro
 	$(BIN)/dvc push -r store
 	$(BIN)/dvc gc -f -w -c -r store
 
-# Fast unit tests first (tests/unit/<package>/, as src/attn_forecast/), then the end-to-end
-# tests (the real dvc in throw-away repositories), two at a time; both print [done/total].
+# The linter first (ruff, configured in pyproject.toml), then the fast unit tests
+# (tests/unit/<package>/, as src/attn_forecast/), then the end-to-end tests (the real dvc in
+# throw-away repositories), two at a time; both print [done/total].
 test: $(STAMP)
+	$(BIN)/ruff check -q
 	$(BIN)/python -m pytest -q tests/unit
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests/e2e
 

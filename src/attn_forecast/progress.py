@@ -60,7 +60,8 @@ class Progress:
             return
         self.last_print = now
         eta = elapsed / epochs_done * (self.epochs - epochs_done)
-        line = f"{text}  {_clock(elapsed)} elapsed, {_clock(eta)} left" + (" at most" if self.at_most else "")
+        line = f"{text}  {_clock(elapsed)} elapsed, {_clock(eta)} left" \
+            + (" at most" if self.at_most else "")
         if self.tty:
             print(f"\r{line}", end="", file=self.stream, flush=True)
         else:

@@ -125,7 +125,8 @@ def test_source_baseline_has_every_source_setting_whatever_ran_before(repo):
     # the Makefile's source-baseline recipe: every setting given, in a temporary copy
     makefile = (ROOT / "Makefile").read_text()
     assert "exp run --temp" in makefile and "-m attn_forecast.config.worked_example" in makefile
-    args = proj.run([sys.executable, "-m", "attn_forecast.config.worked_example"], check=True).stdout.split()
+    args = proj.run([sys.executable, "-m", "attn_forecast.config.worked_example"],
+                    check=True).stdout.split()
     assert args == dvc_set_args(source_settings())
     proj.run(["dvc", "exp", "run", "--temp", "-f", "-n", "source-baseline", *args],
              timeout=300, check=True)

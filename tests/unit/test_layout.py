@@ -10,8 +10,8 @@ from conftest import PKG, imports, module_file
 
 LIBRARY = ("data", "model", "training", "forecasters", "evaluation", "report")
 # the order of the floors: a package may import those before it, never those after it
-FLOORS = ("errors", "io", "cpu", "progress", "data", "model", "training", "forecasters", "evaluation",
-          "report", "config", "pipeline", "outlook", "inference", "search", "cli")
+FLOORS = ("errors", "io", "cpu", "progress", "data", "model", "training", "forecasters",
+          "evaluation", "report", "config", "pipeline", "outlook", "inference", "search", "cli")
 
 
 def _modules() -> list[str]:

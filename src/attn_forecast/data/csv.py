@@ -72,7 +72,8 @@ def parse_times(text: pd.Series, fmt: str, where: str, column: str) -> pd.Series
             i = _first(v1 != v2)
             raise DataError(f"{where}: time column {column!r} is ambiguous: {text.iloc[i]!r} "
                             f"(line {text.index[i] + 2}) reads as {v1.iloc[i]:%Y-%m-%d} with "
-                            f"{f1!r} and as {v2.iloc[i]:%Y-%m-%d} with {f2!r}; set <time_format> to the "
+                            f"{f1!r} and as {v2.iloc[i]:%Y-%m-%d} with {f2!r}; "
+                            "set <time_format> to the "
                             "one the file uses")
     out = next(iter(full.values()))
     if out.dt.tz is not None:

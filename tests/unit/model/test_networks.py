@@ -16,7 +16,9 @@ from attn_forecast.model import explain
 from attn_forecast.data.build import build
 from attn_forecast.data.store import Store
 from attn_forecast.errors import UserInputError
-from attn_forecast.model.networks import AttentionForecaster, Ensemble, LSTMForecaster, build_model, n_parameters, non_crossing, sinusoidal_positions
+from attn_forecast.model.networks import (AttentionForecaster, Ensemble, LSTMForecaster,
+                                          build_model, n_parameters, non_crossing,
+                                          sinusoidal_positions)
 from attn_forecast.model.settings import ModelSettings
 from attn_forecast.data.long_table import Raw
 from attn_forecast.data.windows import gather

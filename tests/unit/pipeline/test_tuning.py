@@ -519,7 +519,7 @@ def test_a_journal_that_cannot_be_made_is_one_line(tmp_path, what):
              "unwritable": Path("/proc/self/study.journal")}[what]
     with pytest.raises(UserInputError) as err:
         tuning.open_storage(str(where), "--storage")
-    assert str(err.value).startswith(f"--storage: ") and str(where) in str(err.value)
+    assert str(err.value).startswith("--storage: ") and str(where) in str(err.value)
     assert "\n" not in str(err.value)
 
 

@@ -17,7 +17,8 @@ from attn_forecast.model import checkpoint
 from attn_forecast.forecasters.run import run
 from attn_forecast.forecasters.saved import load
 from attn_forecast.training.distributed import Distributed
-from attn_forecast.training.threads import MAX_AUTO_THREADS, PARALLEL_FLOPS, activation_bytes, choose_threads, full_batch_warning, step_flops
+from attn_forecast.training.threads import (MAX_AUTO_THREADS, PARALLEL_FLOPS, activation_bytes,
+                                           choose_threads, full_batch_warning, step_flops)
 from attn_forecast.data import splits
 from attn_forecast.pipeline.model import device
 from attn_forecast.pipeline.fold_training import train_fold
@@ -261,7 +262,8 @@ def test_warmup_then_cosine():
 
 def test_fit_records_scheduled_lr():
     z, tr, _, _ = _data(_store([_sine(80)]))
-    res = fit_windows(_tiny(), z, tr, NO_VAL, _p(epochs=5, lr=0.01, scheduler="step", step_size=2, gamma=0.1), progress=False)
+    res = fit_windows(_tiny(), z, tr, NO_VAL, _p(epochs=5, lr=0.01, scheduler="step",
+                                                  step_size=2, gamma=0.1), progress=False)
     assert [h["lr"] for h in res.history] == pytest.approx([0.01, 0.01, 0.001, 0.001, 0.0001])
 
 
