@@ -2,8 +2,8 @@
 the whole series, weighted by the series' weights from models/blend.json) and every step's
 quantiles, made the way the evaluate stage made the scored ones (models/intervals.json):
 calibrated (the raw quantiles widened by each step's calibrated margin, in the series' unit:
-its in-sample naive error), a forecaster's own, or the fallback's spread (Naive2's) around
-the forecast where it has none."""
+its mean absolute level, as calibration's), a forecaster's own, or the fallback's spread
+(Naive2's) around the forecast where it has none."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,7 +12,7 @@ import numpy as np
 
 from .data.scaling import naive_scale
 from .errors import UserInputError
-from .evaluation.calibration import future_quantiles
+from .evaluation.calibration import UNIT, future_quantiles
 from .evaluation.intervals import at_point
 from .forecasters.future import future
 from .forecasters.statistical import FitFailed
@@ -107,7 +107,8 @@ def series_quantiles(name: str, point: np.ndarray, raw: np.ndarray | None, iv: d
     y = np.asarray(levels, dtype=np.float64)
     y = y[np.isfinite(y)]
     if entry.get("margins") is not None:
-        unit = naive_scale(y, lag) or naive_scale(y, 1) or 1.0
+        unit = (float(np.mean(np.abs(y))) if UNIT == "level" else naive_scale(y, lag)) \
+            or naive_scale(y, 1) or 1.0
         base = raw if raw is not None else at_point(point[None], len(taus))[0]
         return future_quantiles(base, np.asarray(entry["margins"], dtype=float), taus,
                                 unit), f"calibrated on {iv.get('calibrated_on')}"

@@ -85,3 +85,23 @@ def test_an_edit_of_the_training_code_never_refits_the_competitions_field(clone)
         assert "model@monthly" in changed
     finally:
         _restore(clone)
+
+
+def test_the_documented_commands_show_how_m3_moved_between_two_commits(clone):
+    """docs/many-series.md: `dvc metrics diff A B --targets competitions/m3/leaderboard.json
+    --md` shows the figures that moved between two commits, a row each (not one row of
+    hundreds of columns), and nothing for the ones that did not."""
+    path = clone.path / "competitions/m3/leaderboard.json"
+    board = json.loads(path.read_text())
+    try:
+        board["monthly"]["model"]["smape"] = round(board["monthly"]["model"]["smape"] + 1, 4)
+        path.write_text(json.dumps(board, indent=2))
+        clone.run(["git", "commit", "-qam", "moved"], check=True)
+        res = clone.run(["dvc", "metrics", "diff", "HEAD~1", "HEAD", "--targets",
+                         "competitions/m3/leaderboard.json", "--md"], timeout=120)
+        assert res.returncode == 0, res.stderr
+        rows = [ln for ln in res.stdout.splitlines() if ln.startswith("| competitions")]
+        assert len(rows) == 1 and "monthly.model.smape" in rows[0], res.stdout
+        assert (clone.path / "competitions/m3/leaderboard.md").read_text().count("\n") > 20
+    finally:
+        clone.run(["git", "reset", "-q", "--hard", "HEAD~1"], check=True)

@@ -6,7 +6,9 @@ validation cut, forecast by a run that ends there), every forecaster's quantiles
 calibrated on it by split conformal (intervals.py): its own quantiles widened or narrowed, a
 point forecast's widened from its absolute residuals (its quantiles before calibration are
 its point at every level), each central pair by its own margin per step, in units of each
-window's series (its in-sample naive error, MASE's scale), so series of every size pool.
+window's series (:data:`UNIT`: its training part's mean absolute level), so series of every
+size pool; each forecaster on the windows it forecast itself (where the fallback stood in for
+it there, those windows are the fallback's, not its).
 Without one, each forecaster's own quantiles stand. Either way a forecaster that has none for
 a window (a point forecaster without calibration, a calibration set it did not forecast)
 takes the fallback's (:func:`~attn_forecast.forecasters.run.fallback_for`) spread around its
@@ -31,6 +33,11 @@ from . import intervals as Q
 
 
 UNITS = ("naive_error", "level")
+# the unit calibration pools scores in, chosen on M3's validation cuts (bench/README.md, M3
+# intervals: the coverage of the model's and model+comb's 80 % and 95 % intervals nearer
+# nominal than in units of the in-sample naive error, and with each forecaster calibrated on
+# its own windows only, the lower WQL); the test parts scored once after
+UNIT = "level"
 
 
 def scales(store: Store, unit: str = "naive_error") -> np.ndarray:
@@ -67,7 +74,7 @@ def calibration_of(fs: ForecastSet, store: Store, part: str = "cal",
     if ends is None or not len(ends):
         return None
     return CalibrationSet({n: p.get(part) for n, p in fs.forecasts.items()},
-                          store.targets(ends), scales(store)[store.series_of(ends)], what)
+                          store.targets(ends), scales(store, UNIT)[store.series_of(ends)], what)
 
 
 def with_point_quantiles(fs: ForecastSet) -> ForecastSet:
@@ -111,6 +118,8 @@ def intervals(forecasts: dict[str, Forecast | None], taus: tuple, unit: np.ndarr
             cal = calibration.forecasts.get(name)
             ok = np.zeros(0, dtype=bool) if cal is None or cal.quantiles is None else \
                 np.isfinite(cal.quantiles).all(axis=(1, 2))
+            if cal is not None and cal.failed is not None:    # the fallback's windows
+                ok &= ~np.asarray(cal.failed, dtype=bool)
             if ok.any() and fc.quantiles is not None:
                 m = Q.margins(cal.quantiles[ok], calibration.actual[ok], taus,
                               calibration.unit[ok])
@@ -136,7 +145,8 @@ def margins_record(iv: Intervals, taus: tuple, calibration: CalibrationSet | Non
     return {"levels": [float(t) for t in taus],
             "pairs": [pct for _, _, pct in central_intervals(taus)],
             "calibrated_on": calibration.what if calibration is not None else None,
-            "unit": "the series' in-sample naive error (lag 1, or its season)",
+            "unit": "the series' mean absolute level" if UNIT == "level" else
+                    "the series' in-sample naive error (lag 1, or its season)",
             "forecasters": {n: {"how": iv.how[n],
                                 "margins": np.round(iv.margins[n], 8).tolist()
                                 if n in iv.margins else None} for n in iv.quantiles}}

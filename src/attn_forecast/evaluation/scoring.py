@@ -22,7 +22,8 @@ from ..forecasters.simple import fallback_for
 from . import intervals as Q
 from . import metrics as M
 from . import significance
-from .calibration import CalibrationSet, calibration_of, intervals, margins_record, scales
+from .calibration import (UNIT, CalibrationSet, calibration_of, intervals, margins_record,
+                          scales)
 
 @dataclass
 class Evaluation:
@@ -110,9 +111,10 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: 
             calibration = calibration_of(fs, store)
         fb = fallback_for(season)
         fb.fit(store)
-        scale = scales(store)
-        iv = intervals({n: p.get("test") for n, p in fs.forecasts.items()}, fs.taus, scale[sid],
-                       sid, fb.forecast(store, ends, fs.taus), calibration)
+        scale = scales(store)                   # MSIS's (MASE's): the in-sample naive error
+        iv = intervals({n: p.get("test") for n, p in fs.forecasts.items()}, fs.taus,
+                       scales(store, UNIT)[sid], sid, fb.forecast(store, ends, fs.taus),
+                       calibration)
         quant, record = iv.quantiles, margins_record(iv, fs.taus, calibration)
         lags = store.lags()
         record.update(season=int(season), lags={str(i): int(g) for i, g in

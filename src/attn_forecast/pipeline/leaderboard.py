@@ -46,10 +46,13 @@ def calibration_cut(p: Params, store: Store, model: ForecastSet, field: Forecast
     assert len(ends) == store.n_series, "a calibration cut has one window a series"
 
     def take(fs: ForecastSet, idx: np.ndarray) -> ForecastSet:
-        parts = {n: {"test": None if f.get("test") is None else Forecast(
-            f["test"].point[idx], None if f["test"].quantiles is None
-            else f["test"].quantiles[idx])} for n, f in fs.forecasts.items()}
-        return ForecastSet({"test": ends[keep]}, parts, fs.taus)
+        def row(f: Forecast | None) -> Forecast | None:
+            return None if f is None else Forecast(
+                f.point[idx], None if f.quantiles is None else f.quantiles[idx],
+                failed=None if f.failed is None else f.failed[idx])
+        return ForecastSet({"test": ends[keep]},
+                           {n: {"test": row(f.get("test"))} for n, f in fs.forecasts.items()},
+                           fs.taus)
     fs = combined(p, store, take(model, rows), take(field, keep), calibrating=True)
     return calibration_of(fs, store, "test", f"the calibration cut of {len(keep)} series (the "
                           "horizon before the validation cut)")

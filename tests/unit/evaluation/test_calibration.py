@@ -238,9 +238,10 @@ def test_evaluate_calibrates_a_point_forecaster_or_gives_it_the_fallbacks_counte
         assert ev.metrics[name]["intervals"] == "calibrated"
         assert ev.metrics[name]["n_interval_fallback"] == 0
     # the point forecaster's margin by hand: the rank of its calibration residuals in units
+    # (calibration's: each series' training part's mean absolute level)
     cal = fs.ends["cal"]
-    u = np.array([np.mean(np.abs(np.diff(_train(store, i)))) for i in range(3)])
-    np.testing.assert_allclose(scales(store), u, rtol=1e-12)
+    u = np.array([np.mean(np.abs(_train(store, i))) for i in range(3)])
+    np.testing.assert_allclose(scales(store, "level"), u, rtol=1e-12)
     res = np.abs(store.targets(cal) - store.levels[cal - 1][:, None]) / u[store.series_of(cal)][
         :, None]
     n = len(cal)
@@ -258,7 +259,9 @@ def test_evaluate_calibrates_a_point_forecaster_or_gives_it_the_fallbacks_counte
     y = ev.actual
     lo, hi = q[..., 0], q[..., 4]
     score = hi - lo + 40 * np.maximum(lo - y, 0) + 40 * np.maximum(y - hi, 0)
-    msis = np.mean([score[sid == i].mean() / u[i] for i in range(3)])
+    naive = np.array([np.mean(np.abs(np.diff(_train(store, i)))) for i in range(3)])
+    np.testing.assert_allclose(scales(store), naive, rtol=1e-12)   # MSIS's: MASE's scale
+    msis = np.mean([score[sid == i].mean() / naive[i] for i in range(3)])
     assert ev.metrics["pointy"]["msis"] == pytest.approx(msis, rel=1e-10)
     wql = np.mean([2 * np.sum(np.maximum(t * (y - q[..., k]), (t - 1) * (y - q[..., k])))
                    / np.abs(y).sum() for k, t in enumerate(TAUS)])   # no nine: all five

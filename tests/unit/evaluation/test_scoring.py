@@ -24,7 +24,7 @@ from attn_forecast.forecasters.protocol import Forecast
 from attn_forecast.forecasters.run import run
 from attn_forecast.forecasters.saved import ForecastSet, merge
 from attn_forecast.forecasters.registry import baselines
-from attn_forecast.evaluation.calibration import scales, with_point_quantiles
+from attn_forecast.evaluation.calibration import UNIT, scales, with_point_quantiles
 from attn_forecast.evaluation.scoring import evaluate, units
 from attn_forecast.evaluation.tables import tables
 from attn_forecast.data.build import build
@@ -259,7 +259,7 @@ def test_conformal_intervals_are_pooled_in_each_series_units():
     store = _store([a, 1000 * a], horizon=3, test=0.2, cal=0.3)
     fs = _baselines(store, ["naive", "mean"], 0, ("test", "cal"), TAUS)
     point_mean = fs.forecasts["mean"]["cal"].point
-    u = scales(store)
+    u = scales(store, UNIT)                   # calibration's unit (the mean absolute level)
     np.testing.assert_allclose(u, [u[0], 1000 * u[0]], rtol=1e-12)
     ev = evaluate(store, with_point_quantiles(fs), noise_std=None, conformal="split")
     q = ev.quantiles
