@@ -151,7 +151,7 @@ def bench_global(n_series: int = 200, n_points: int = 400) -> None:
     from attn_forecast.config.load import parse_params
     from attn_forecast.forecasters.neural import ModelForecaster
     from attn_forecast.training.batches import to_device
-    from attn_forecast.training.loop import train_model
+    from attn_forecast.training.members import train_model
     from attn_forecast.pipeline.model import model_settings
     params = parse_params(with_overrides(BASE, PANEL + [
         "prepare.window=24", "train.epochs=30", "train.batch_size=64", "train.device=cpu"]))

@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> dict:
             runs = [pool.submit(train_fold, args.prepared, e["cuts"], how["settings"],
                                 params.train, how["device"], str(out / e["file"]),
                                 str(out / e["forecasts"]), e["key"], how["threads"],
-                                taus(params), how["parts"], how["prior"], how["season"])
+                                taus(params), how["parts"], how["prior"], how["season"],
+                                how["combine"])
                     for e in todo]
             for run in runs:
                 run.result()

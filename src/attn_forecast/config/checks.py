@@ -97,9 +97,13 @@ def check(p: Params) -> None:
     if m.lookbacks and m.patch_len:
         for w in m.lookbacks:
             check_patches(w, m.patch_len, m.patch_stride)
-    if p.train.loss in ("smape", "mase") and pp.transform != "none":
-        raise ParamsError(f"params.yaml: train.loss {p.train.loss} is a score of the series' own "
-                          f"levels: it needs prepare.transform none, got {pp.transform!r}")
+    for loss in (p.train.loss, *p.train.losses):
+        if loss in ("smape", "mape", "mase") and pp.transform != "none":
+            key = "train.loss" if loss == p.train.loss else "train.losses"
+            raise ParamsError(f"params.yaml: {key} {loss} is a score of the series' own levels: "
+                              f"it needs prepare.transform none, got {pp.transform!r}")
+    if len(set(p.train.losses)) != len(p.train.losses):
+        raise ParamsError(f"params.yaml: train.losses lists a loss twice: {p.train.losses}")
     check_prior(p)
     if d.kind == "competition" and d.subset == "other" and d.competition != "m3":
         raise ParamsError(f"params.yaml: data.subset other is M3's only; {d.competition} has "

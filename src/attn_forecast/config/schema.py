@@ -128,6 +128,11 @@ class ModelParams(Section):
     lookbacks: list[Annotated[Int, Field(ge=1)]] = Field(default_factory=list)  # windows of
     #                                   an ensemble over lookbacks; [] = prepare.window alone
     quantiles: list[Level] = Field(default_factory=list)
+    # how an ensemble's members (seeds, losses, lookbacks) combine: their mean or median
+    combine: Literal["mean", "median"] = "mean"
+
+
+Loss = Literal["mse", "mae", "huber", "smape", "mape", "mase"]
 
 
 class TrainParams(Section):
@@ -141,7 +146,9 @@ class TrainParams(Section):
     max_steps: Int = Field(0, ge=0)    # stop after this many optimizer steps (0 = epochs only)
     optimizer: Literal["adam", "adamw"] = "adam"
     weight_decay: Float = Field(0.0, ge=0)
-    loss: Literal["mse", "mae", "huber", "smape", "mase"] = "mse"
+    loss: Loss = "mse"
+    # an ensemble over training losses (each with train.ensemble seeds); [] = train.loss alone
+    losses: list[Loss] = Field(default_factory=list)
     scheduler: Literal["none", "step", "cosine"] = "none"
     step_size: Int = Field(100, ge=1)
     gamma: Float = Field(0.5, gt=0, le=1)

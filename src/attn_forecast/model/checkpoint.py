@@ -21,6 +21,7 @@ def save(path: str | Path, model: nn.Module, extra: dict) -> None:
     the history...)."""
     members = list(model.members) if isinstance(model, Ensemble) else [model]
     payload = {"settings": model.settings.to_dict(), "members": len(members),
+               "combine": getattr(model, "combine", "mean"),
                # an ensemble over lookbacks: each member's own settings (its window)
                **({"member_settings": [m.settings.to_dict() for m in members]}
                   if any(m.settings != members[0].settings for m in members) else {}),
@@ -57,10 +58,11 @@ def model_from(payload: dict, device: str | torch.device = "cpu") -> nn.Module:
     """The model a checkpoint's payload describes, with its weights, in eval mode."""
     def settings(d: dict) -> ModelSettings:
         return ModelSettings(**{**d, "quantiles": tuple(d.get("quantiles", ()))})
+    combine = payload.get("combine", "mean")
     if "member_settings" in payload:
-        model = build_model([settings(d) for d in payload["member_settings"]])
+        model = build_model([settings(d) for d in payload["member_settings"]], combine=combine)
     else:
-        model = build_model(settings(payload["settings"]), payload.get("members", 1))
+        model = build_model(settings(payload["settings"]), payload.get("members", 1), combine)
     model.load_state_dict(payload["state_dict"])
     return model.to(device).eval()
 

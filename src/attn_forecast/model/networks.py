@@ -208,16 +208,23 @@ class LSTMForecaster(nn.Module):
         return _finish(self, out, None, x, cal, stats, quantiles), None
 
 
-class Ensemble(nn.Module):
-    """The mean forecast of several models: other seeds (``train.ensemble``) and other
-    windows (``model.lookbacks``: a member of a shorter window reads the newest steps of the
-    window). The first member has the longest window; the attention weights it reports, and
-    its settings, are the ensemble's."""
+COMBINES = ("mean", "median")
 
-    def __init__(self, members: list[nn.Module]) -> None:
+
+class Ensemble(nn.Module):
+    """The mean (or median) forecast of several models: other seeds (``train.ensemble``),
+    other training losses (``train.losses``) and other windows (``model.lookbacks``: a member
+    of a shorter window reads the newest steps of the window). The first member has the
+    longest window; the attention weights it reports, and its settings, are the ensemble's.
+    The median (``combine``) is N-BEATS' rule for its ensembles: a member far off counts
+    less."""
+
+    def __init__(self, members: list[nn.Module], combine: str = "mean") -> None:
         super().__init__()
+        assert combine in COMBINES, combine
         self.members = nn.ModuleList(members)
         self.settings = members[0].settings
+        self.combine = combine
         assert all(m.settings.window <= self.settings.window for m in members), "longest first"
 
     @property
@@ -232,16 +239,21 @@ class Ensemble(nn.Module):
             c = (cal[0][:, -w:], cal[1]) if cal is not None else None
             outs.append(m(x[:, -w:], need_weights and i == 0, c, quantiles,
                           seen[:, -w:] if seen is not None else None))
-        return torch.stack([o[0] for o in outs]).mean(dim=0), outs[0][1]
+        stacked = torch.stack([o[0] for o in outs])
+        out = stacked.mean(dim=0) if self.combine == "mean" else \
+            torch.quantile(stacked, 0.5, dim=0)   # an even count: the middle two's mean
+        return out, outs[0][1]
 
 
-def build_model(s: ModelSettings | list[ModelSettings], members: int = 1) -> nn.Module:
+def build_model(s: ModelSettings | list[ModelSettings], members: int = 1,
+                combine: str = "mean") -> nn.Module:
     """The model ``s`` describes; an :class:`Ensemble` of ``members`` of them if > 1, or of
-    one member per settings in a list."""
+    one member per settings in a list, combined by ``combine``."""
     if isinstance(s, list):
-        return Ensemble([build_model(m) for m in s]) if len(s) > 1 else build_model(s[0])
+        return Ensemble([build_model(m) for m in s], combine) if len(s) > 1 else \
+            build_model(s[0])
     if members > 1:
-        return Ensemble([build_model(s) for _ in range(members)])
+        return Ensemble([build_model(s) for _ in range(members)], combine)
     return AttentionForecaster(s) if s.kind == "attention" else LSTMForecaster(s)
 
 

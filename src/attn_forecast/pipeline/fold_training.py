@@ -15,7 +15,7 @@ from ..forecasters.saved import save as save_forecasts
 from ..io import sha256_file
 from ..model.checkpoint import save as save_checkpoint
 from ..training.batches import resolve_batch, to_device
-from ..training.loop import train_model
+from ..training.members import train_model
 from ..training.threads import choose_threads, set_threads, step_flops
 from .model import device, member_settings, model_settings, prior
 from .forecasting import check_data, parts
@@ -23,7 +23,7 @@ from .forecasting import check_data, parts
 
 def train_fold(prepared_dir: str, cuts: dict, settings, p, device: str, out: str,
                forecasts: str, key: str, threads: int, taus: tuple, parts: tuple,
-               prior_path: str | None = None, season: int = 0) -> dict:
+               prior_path: str | None = None, season: int = 0, combine: str = "mean") -> dict:
     """Train one fold's model on its training parts (scalers refitted there), save it and its
     forecasts of the fold's windows; run in a worker process, which imports torch itself."""
     set_threads(threads)
@@ -33,7 +33,7 @@ def train_fold(prepared_dir: str, cuts: dict, settings, p, device: str, out: str
     init = prior(prior_path, fold) if p.init == "pretrained" else None
     model, results = train_model(settings, data["z"], data["train"], data["val"], p, device,
                                  progress=False, cal=data["side"], rows=data["rows"],
-                                 init=init)
+                                 init=init, losses=tuple(p.losses), combine=combine)
     save_checkpoint(out, model, {"prepare": fold.meta(), "fold_key": key,
                                  "best_epoch": results[0].best_epoch,
                                  "history": results[0].history})
@@ -62,6 +62,7 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
     if p.train.init == "pretrained":   # a new prior retrains every fold
         train["prior"] = sha256_file(prior_path)
     train["parts"] = list(parts(p, store))   # the windows each fold's model forecasts
+    train["combine"] = p.model.combine
     entries = []
     for k, c in enumerate(cuts, 1):
         name = f"origin_{int(c.test_start[0])}"
@@ -73,4 +74,5 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
     jobs = max(1, cores() // threads) if bt.jobs == "auto" else bt.jobs
     return entries, todo, {"settings": settings, "threads": threads, "jobs": jobs,
                            "device": str(device(p.train)), "prior": prior_path,
-                           "parts": train["parts"], "season": season}
+                           "parts": train["parts"], "season": season,
+                           "combine": p.model.combine}

@@ -13,7 +13,7 @@ from ..forecasters.zeroshot import load_prior
 from ..model.networks import n_parameters, with_horizon
 from ..model.settings import ModelSettings
 from ..training.batches import resolve_batch, to_device
-from ..training.loop import train_model
+from ..training.members import train_model
 from ..training.threads import choose_threads, full_batch_warning, set_threads, step_flops
 from .forecasting import check_norm
 
@@ -45,7 +45,7 @@ def model_settings(p: Params, store, season: int, prior_path: str | None = None)
         if prior_path is None:
             raise ParamsError("train.init pretrained needs the prior (--pretrained)")
         return prior(prior_path, store, p).settings
-    model = p.model.model_dump(exclude={"lookbacks"})
+    model = p.model.model_dump(exclude={"lookbacks", "combine"})
     if model["instance_norm"] == "seasonal" and not season:  # no season: the last value
         model["instance_norm"] = "last"
     check_norm(model["instance_norm"], season, store.window)
@@ -110,7 +110,8 @@ def train(p: Params, settings, store, dist, prior_path: str | None = None,
         return train_model(member_settings(p, settings), data["z"], data["train"],
                            data["val"], p.train, dist.device, wrap=dist.wrapper(p.train.compile),
                            rank=dist.rank, world=dist.world, cal=data["side"], on_epoch=live,
-                           rows=data["rows"], init=init, watch=watch)
+                           rows=data["rows"], init=init, watch=watch,
+                           losses=tuple(p.train.losses), combine=p.model.combine)
     finally:
         dist.close()
         if live is not None:
@@ -125,10 +126,13 @@ def summary(settings, model, results: list, store, dist, threads: int,
         " (the pinball loss of the prior's quantile head)" if init == "pretrained" else \
         " (the pinball loss of model.quantiles; train.loss is for point forecasts)"
     windows = sorted({r.window for r in results}, reverse=True)
-    seeds = len(results) // len(windows)
+    losses = list(dict.fromkeys(r.loss for r in results))
+    seeds = len(results) // len(windows) // len(losses)
     members = (f" x {seeds} seeds" if seeds > 1 else "") + \
+        (f" x {len(losses)} losses ({', '.join(losses)})" if len(losses) > 1 else "") + \
         (f" x {len(windows)} lookbacks ({', '.join(map(str, windows))} steps)"
          if len(windows) > 1 else "")
+    members += f", their {getattr(model, 'combine', 'mean')}" if len(results) > 1 else ""
     members += ", fine-tuned from the prior" if init == "pretrained" else ""
     where = f" x {dist.world} processes" if dist.world > 1 else f", {threads} thread(s)"
     size = f"{n_parameters(model) // len(results)} parameters each" if len(windows) == 1 \
@@ -147,9 +151,11 @@ def run_record(settings, model, results: list, p: Params, n_train: int, init: st
     model's own settings (a fine-tuned prior's, not model.*), its size, its members, the
     epochs it took and the batch it used (auto resolved)."""
     windows = sorted({r.window for r in results}, reverse=True)
+    losses = list(dict.fromkeys(r.loss for r in results))
     s = settings.to_dict()
     return {"kind": s["kind"], "parameters": n_parameters(model), "init": init,
-            "members": len(results), "seeds": len(results) // len(windows),
+            "members": len(results), "seeds": len(results) // len(windows) // len(losses),
+            "losses": losses, "combine": getattr(model, "combine", "mean"),
             "windows": windows, "epochs": len(results[0].history),
             "best_epoch": results[0].best_epoch,
             "batch": resolve_batch(p.train.batch_size, n_train),

@@ -32,9 +32,13 @@ def settings_rows(p: Params, metrics: dict, window: int | None = None,
              + (f", patches of {m['patch_len']} every {m['patch_stride'] or m['patch_len']}"
                 if m["patch_len"] else ""))
     if ran:
+        losses = ran.get("losses", [])
         members = ([f"{ran['seeds']} seeds"] if ran["seeds"] > 1 else []) + \
+            ([f"losses {', '.join(losses)}"] if len(losses) > 1 else []) + \
             ([f"lookbacks {', '.join(map(str, ran['windows']))}"] if len(ran["windows"]) > 1
-             else [])
+             else []) + \
+            ([f"their {ran['combine']}"] if ran.get("members", 1) > 1 and
+             ran.get("combine", "mean") != "mean" else [])
         model += f"; {ran['parameters']:,} parameters" + \
             (f" ({', '.join(members)})" if members else "") + \
             (", the prior fine-tuned" if ran["init"] == "pretrained" else "")

@@ -15,17 +15,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 from torch import nn
 
 from ..data.windows import gather, inputs
 from ..errors import Diverged, Interrupted
-from ..model.networks import Ensemble, build_model
-from ..model.settings import ModelSettings
 from .batches import Rows, WindowBatches, augment, move_unit, resolve_batch
 from .losses import PinballLoss, make_loss
 from ..progress import Progress
+
+
+def quantile_loss(loss_fn: nn.Module) -> bool:
+    """Whether the loss scores quantiles (a quantile head's pinball loss; stacked members'
+    losses say so themselves)."""
+    return getattr(loss_fn, "quantiles", isinstance(loss_fn, PinballLoss))
 
 
 def make_optimizer(model: nn.Module, p) -> torch.optim.Optimizer:
@@ -77,10 +80,11 @@ def predict(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, window: 
                                rows.first(e, window) if rows is not None else None)
         with autocast(series.device, precision):
             outs.append(model(x, cal=c, quantiles=quantiles, seen=seen)[0].float())
+    k = getattr(model, "k", 0)              # stacked members: (K, N, ...)
     if outs:
-        return torch.cat(outs)
+        return torch.cat(outs, dim=1 if k else 0)
     shape = (0, horizon, model.settings.n_outputs) if quantiles else (0, horizon)
-    return torch.zeros(shape, device=series.device)
+    return torch.zeros(((k,) if k else ()) + shape, device=series.device)
 
 
 @torch.no_grad()
@@ -88,7 +92,7 @@ def evaluate_loss(model: nn.Module, series: torch.Tensor, ends: torch.Tensor, wi
                   horizon: int, loss_fn: nn.Module, precision: str = "fp32",
                   cal: torch.Tensor | None = None, rows: Rows | None = None) -> float:
     pred = predict(model, series, ends, window, horizon, precision=precision, cal=cal,
-                   quantiles=isinstance(loss_fn, PinballLoss), rows=rows)
+                   quantiles=quantile_loss(loss_fn), rows=rows)
     _, y = gather(series, ends, 1, horizon)
     return float(loss_fn(pred, y, rows.sid(ends) if rows is not None else None, rows))
 
@@ -100,6 +104,7 @@ class FitResult:
     seconds: float = 0.0
     windows_per_s: float = 0.0
     window: int = 0          # the member's window (an ensemble over lookbacks: each its own)
+    loss: str = ""           # the member's training loss (an ensemble over losses)
 
 
 def train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.optim.Optimizer,
@@ -121,7 +126,7 @@ def train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.opt
         x, y = augment(x, y, p, aug_gen, unit)
         opt.zero_grad(set_to_none=True)
         with autocast(x.device, p.precision):
-            pred = step_model(x, cal=c, quantiles=isinstance(loss_fn, PinballLoss),
+            pred = step_model(x, cal=c, quantiles=quantile_loss(loss_fn),
                               seen=seen)[0]
         # a rank whose shard is empty still takes part in DDP's gradient all-reduce
         loss = loss_fn(pred.float(), y, sid, rows) if len(x) else pred.float().sum()
@@ -129,7 +134,9 @@ def train_epoch(model: nn.Module, step_model: nn.Module, batches, opt: torch.opt
         # of the batch makes that average the gradient of the whole batch's mean loss
         (loss * (len(x) * world / n_batch) if world > 1 else loss).backward()
         if p.grad_clip:
-            nn.utils.clip_grad_norm_(model.parameters(), p.grad_clip)
+            clip = getattr(model, "clip_gradients", None)     # stacked: member by member
+            clip(p.grad_clip) if clip else nn.utils.clip_grad_norm_(model.parameters(),
+                                                                   p.grad_clip)
         opt.step()
         steps += 1
         part = loss.detach() * len(x)
@@ -156,7 +163,8 @@ def _state(model: nn.Module) -> dict:
 def fit(model: nn.Module, batches, p, *, validate: Callable[[], float] | None = None,
         step_model: nn.Module | None = None, progress: bool | Progress | None = None,
         rank: int = 0, world: int = 1, on_epoch: Callable[[dict], None] | None = None,
-        rows: Rows | None = None, unit: float = 1.0, keep_start: bool = False) -> FitResult:
+        rows: Rows | None = None, unit: float = 1.0, keep_start: bool = False,
+        loss_fn: nn.Module | None = None) -> FitResult:
     """Train ``model`` in place for ``p.epochs`` epochs of ``batches.epoch(e)`` (a batch
     source of ``batches.n`` windows and ``batches.steps`` steps an epoch).
 
@@ -169,12 +177,15 @@ def fit(model: nn.Module, batches, p, *, validate: Callable[[], float] | None = 
     DDP (``world`` > 1) the logged loss is summed over ranks and every rank takes rank 0's
     early-stopping decision. ``on_epoch`` sees each epoch's history row. Raises
     :class:`Diverged` if the loss stops being finite, and :class:`Interrupted` (naming the
-    epoch) on Ctrl-C.
+    epoch) on Ctrl-C. ``loss_fn``: instead of ``p.loss``'s (stacked members: each its own,
+    summed; the history shows their mean).
     """
     step_model = model if step_model is None else step_model  # (a Module has no truth value)
     device = next(model.parameters()).device
     aug_gen = torch.Generator(device=device).manual_seed(p.seed + 1 + rank)
-    loss_fn = make_loss(p.loss, model.settings.quantiles).to(device)
+    loss_fn = (loss_fn if loss_fn is not None
+               else make_loss(p.loss, model.settings.quantiles)).to(device)
+    members = getattr(model, "k", 1)
     opt, n = make_optimizer(model, p), batches.n
     sched = make_scheduler(opt, p)
     epochs = planned_epochs(p, batches.steps)
@@ -203,6 +214,7 @@ def fit(model: nn.Module, batches, p, *, validate: Callable[[], float] | None = 
                 world, on_batch=lambda done, e=epoch: bar.batch(e, done, n), unit=unit,
                 rows=rows, limit=p.max_steps - steps if p.max_steps else 0)
             steps += took
+            train_loss /= members
             if not math.isfinite(train_loss):
                 bar.close()
                 raise Diverged(epoch, train_loss)
@@ -252,60 +264,9 @@ def fit_windows(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor
                             kw.get("rank", 0), kw.get("world", 1))
     unit = move_unit(series, train_ends, s.window, s.horizon) \
         if p.augment_units == "moves" else 1.0
-    val_loss = make_loss(p.loss, s.quantiles).to(device)
+    val_loss = kw.get("loss_fn") or make_loss(p.loss, s.quantiles).to(device)
     validate = (lambda: evaluate_loss(model, series, val_ends, s.window, s.horizon, val_loss,
                                       p.precision, cal, rows)) if len(val_ends) else None
     res = fit(model, batches, p, validate=validate, rows=rows, unit=unit, **kw)
     res.window = s.window
     return res
-
-
-def _watched(on_epoch: Callable[[dict], None] | None,
-             watch: Callable[[dict, nn.Module], None] | None, model: nn.Module
-             ) -> Callable[[dict], None] | None:
-    """``on_epoch``, then ``watch`` given the model too."""
-    if watch is None:
-        return on_epoch
-
-    def both(row: dict) -> None:
-        if on_epoch is not None:
-            on_epoch(row)
-        watch(row, model)
-    return both
-
-
-def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Tensor,
-                train_ends: torch.Tensor, val_ends: torch.Tensor, p, device: torch.device,
-                wrap: Callable[[nn.Module], nn.Module] | None = None,
-                progress: bool | None = None, rank: int = 0, world: int = 1,
-                cal: torch.Tensor | None = None,
-                on_epoch: Callable[[dict], None] | None = None, rows: Rows | None = None,
-                init: nn.Module | None = None,
-                watch: Callable[[dict, nn.Module], None] | None = None
-                ) -> tuple[nn.Module, list[FitResult]]:
-    """Build and fit the model: ``p.ensemble`` members per settings (several settings: an
-    ensemble over their windows, the longest first) with seeds ``p.seed``, ``p.seed + 1``,
-    ...; their mean is the forecast. Each member starts from its own seed, so member 0 is
-    exactly the single model of ``ensemble: 1``. ``wrap`` makes a member's forward-pass module
-    (torch.compile, DistributedDataParallel). ``on_epoch`` sees the first member's epochs (the
-    history CSV's). ``init``: every member starts from a copy of this model's weights (the
-    prior, fine-tuned) instead of random ones; the seeds then differ in batch order only.
-    ``watch(row, member)`` sees the first member after each of its epochs, with the member
-    itself (a search scoring it to prune a trial: it may raise to end the run)."""
-    import copy
-    kinds = settings if isinstance(settings, list) else [settings]
-    members, results = [], []
-    for i, s in enumerate(k for k in kinds for _ in range(p.ensemble)):
-        seed = p.seed + i
-        torch.manual_seed(seed)
-        np.random.seed(seed)
-        model = (copy.deepcopy(init) if init is not None else build_model(s)).to(device)
-        member_p = p.model_copy(update={"seed": seed}) if i else p
-        results.append(fit_windows(model, series, train_ends, val_ends, member_p, cal=cal,
-                                   rows=rows, step_model=wrap(model) if wrap else None,
-                                   progress=progress, rank=rank, world=world,
-                                   on_epoch=_watched(on_epoch, watch, model) if i == 0
-                                   else None,
-                                   keep_start=init is not None))
-        members.append(model)
-    return (members[0] if len(members) == 1 else Ensemble(members)), results

@@ -8,6 +8,9 @@ from torch import nn
 from .batches import Rows
 
 
+LEVEL_LOSSES = ("smape", "mape", "mase")   # scores of the series' own levels
+
+
 class PinballLoss(nn.Module):
     """The quantile loss of (B, H, Q) forecasts at levels ``taus`` against (B, H) targets,
     averaged over windows, steps and levels."""
@@ -23,8 +26,9 @@ class PinballLoss(nn.Module):
 
 class LevelLoss(nn.Module):
     """A score of the levels (the series' own units) as the training loss: ``smape``
-    (200 |y - f| / (|y| + |f|), M3's), or ``mase`` (|y - f| over each series' in-sample naive
-    error). ``sid``: each window's series in ``rows``, whose scalers give the levels."""
+    (200 |y - f| / (|y| + |f|), M3's), ``mape`` (100 |y - f| / |y|), or ``mase`` (|y - f| over
+    each series' in-sample naive error): N-BEATS' three. ``sid``: each window's series in
+    ``rows``, whose scalers give the levels."""
 
     def __init__(self, kind: str) -> None:
         super().__init__()
@@ -36,6 +40,8 @@ class LevelLoss(nn.Module):
         if self.kind == "mase":
             return ((f - y).abs() * (scale / rows.naive[sid][:, None])).mean()
         lf, ly = f * scale + rows.center[sid][:, None], y * scale + rows.center[sid][:, None]
+        if self.kind == "mape":
+            return (100 * (lf - ly).abs() / ly.abs().clamp_min(1e-8)).mean()
         return (200 * (lf - ly).abs() / (lf.abs() + ly.abs()).clamp_min(1e-8)).mean()
 
 
@@ -54,6 +60,6 @@ def make_loss(kind: str, quantiles=()) -> nn.Module:
     """train.loss, or the pinball loss for a model with a quantile head."""
     if quantiles:
         return PinballLoss(quantiles)
-    if kind in ("smape", "mase"):
+    if kind in LEVEL_LOSSES:
         return LevelLoss(kind)
     return _Plain({"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}[kind]())

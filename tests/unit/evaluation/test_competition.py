@@ -20,7 +20,7 @@ from attn_forecast.model.settings import ModelSettings
 from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 from attn_forecast.training.batches import Rows, rows_of, to_device
-from attn_forecast.training.loop import train_model
+from attn_forecast.training.members import train_model
 from attn_forecast.training.losses import LevelLoss
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -32,7 +32,7 @@ from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 from attn_forecast.forecasters.neural import ModelForecaster
 from attn_forecast.training.batches import to_device
-from attn_forecast.training.loop import train_model
+from attn_forecast.training.members import train_model
 from attn_forecast.pipeline.model import prior
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

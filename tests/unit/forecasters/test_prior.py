@@ -18,7 +18,7 @@ from attn_forecast.config.profiles import profiles
 from attn_forecast.data.long_table import Raw
 from attn_forecast.forecasters.neural import ModelForecaster
 from attn_forecast.training.batches import rows_of
-from attn_forecast.training.loop import train_model
+from attn_forecast.training.members import train_model
 from attn_forecast.pipeline.model import model_settings, prior
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

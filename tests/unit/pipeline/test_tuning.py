@@ -257,7 +257,7 @@ def test_the_step_plan_is_the_training_loops(monkeypatch):
     from attn_forecast.config.schema import TrainParams
     from attn_forecast.model.settings import ModelSettings
     from attn_forecast.training.batches import resolve_batch
-    from attn_forecast.training.loop import train_model
+    from attn_forecast.training.members import train_model
     torch.set_num_threads(1)
     series = torch.sin(torch.arange(300, dtype=torch.float32) / 5)
     ends = torch.arange(16, 250)                       # 234 training windows

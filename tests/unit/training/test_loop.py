@@ -38,7 +38,8 @@ from attn_forecast.data.long_table import Raw
 from attn_forecast.forecasters.neural import ModelForecaster
 from attn_forecast.training.batches import augment, move_unit, to_device
 from attn_forecast.training.loop import (evaluate_loss, fit_windows, make_optimizer, make_scheduler,
-                                         predict, train_model)
+                                         predict)
+from attn_forecast.training.members import train_model
 from attn_forecast.training.losses import PinballLoss, make_loss
 from attn_forecast.data.windows import gather, gather_side
 
@@ -448,8 +449,10 @@ def test_ensemble_members_seeds_mean_and_determinism():
     single, res1 = train_model(s, z, tr, NO_VAL, p, torch.device("cpu"), progress=False)
     assert len(res1) == 1 and not isinstance(single, Ensemble)
     seen = []
+    # one member after another (stack=False): each with its own seed's batches
     ens, results = train_model(s, z, tr, NO_VAL, p.model_copy(update={"ensemble": 3}),
-                               torch.device("cpu"), progress=False, on_epoch=seen.append)
+                               torch.device("cpu"), progress=False, on_epoch=seen.append,
+                               stack=False)
     assert isinstance(ens, Ensemble) and len(ens.members) == 3 and len(results) == 3
     assert seen == results[0].history                  # the first member's epochs only
     # member 0 is exactly the single model; the others start from seeds 8 and 9
@@ -464,7 +467,7 @@ def test_ensemble_members_seeds_mean_and_determinism():
         mean = torch.stack([m(x)[0] for m in ens.members]).mean(dim=0)
         assert torch.allclose(ens(x)[0], mean)
     again, _ = train_model(s, z, tr, NO_VAL, p.model_copy(update={"ensemble": 3}),
-                           torch.device("cpu"), progress=False)
+                           torch.device("cpu"), progress=False, stack=False)
     for a, b in zip(ens.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)                                    # deterministic
 

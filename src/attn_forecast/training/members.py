@@ -1,0 +1,113 @@
+"""An ensemble's members, built and trained: ``p.ensemble`` seeds of each settings (an
+ensemble over lookbacks: the longest window first) and each training loss of ``losses``
+(``[]``: ``p.loss``), every member through the one training loop (loop.fit). Members that
+share a shape (one settings: its seeds and losses) are trained together as one batched network
+(stacked.py) where nothing needs them one at a time (one process, no compile or wrap, no
+watch); otherwise one after another."""
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..model.networks import Ensemble, build_model
+from ..model.settings import ModelSettings
+from .batches import Rows
+from .loop import FitResult, fit_windows
+from .losses import make_loss
+from .stacked import Stacked, StackedLoss
+
+
+def _watched(on_epoch: Callable[[dict], None] | None,
+             watch: Callable[[dict, nn.Module], None] | None, model: nn.Module
+             ) -> Callable[[dict], None] | None:
+    """``on_epoch``, then ``watch`` given the model too."""
+    if watch is None:
+        return on_epoch
+
+    def both(row: dict) -> None:
+        if on_epoch is not None:
+            on_epoch(row)
+        watch(row, model)
+    return both
+
+
+def plan(settings: ModelSettings | list[ModelSettings], p, losses: tuple = ()
+         ) -> list[tuple[ModelSettings, str, int]]:
+    """Every member's (settings, loss, seed), in the ensemble's order: each settings (the
+    longest window first), each loss, each seed ``p.seed``, ``p.seed + 1``, ... (the i-th
+    member takes ``p.seed + i``), so member 0 is the single model of ``ensemble: 1``."""
+    kinds = settings if isinstance(settings, list) else [settings]
+    out = [(s, loss) for s in kinds for loss in (losses or (p.loss,))
+           for _ in range(p.ensemble)]
+    return [(s, loss, p.seed + i) for i, (s, loss) in enumerate(out)]
+
+
+def _build(s: ModelSettings, seed: int, init: nn.Module | None, device) -> nn.Module:
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    return (copy.deepcopy(init) if init is not None else build_model(s)).to(device)
+
+
+def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Tensor,
+                train_ends: torch.Tensor, val_ends: torch.Tensor, p, device: torch.device,
+                wrap: Callable[[nn.Module], nn.Module] | None = None,
+                progress: bool | None = None, rank: int = 0, world: int = 1,
+                cal: torch.Tensor | None = None,
+                on_epoch: Callable[[dict], None] | None = None, rows: Rows | None = None,
+                init: nn.Module | None = None,
+                watch: Callable[[dict, nn.Module], None] | None = None,
+                losses: tuple = (), stack: bool = True, combine: str = "mean"
+                ) -> tuple[nn.Module, list[FitResult]]:
+    """Build and fit the model: the members of :func:`plan`, combined by ``combine`` (mean or
+    median) when there are several. Each member starts from its own seed. ``wrap`` makes a
+    member's forward-pass module (torch.compile, DistributedDataParallel). ``on_epoch`` sees
+    the first member's epochs (the history CSV's). ``init``: every member starts from a copy
+    of this model's weights (the prior, fine-tuned) instead of random ones. ``watch(row,
+    member)`` sees the first member after each of its epochs, with the member itself (a
+    search scoring it to prune a trial: it may raise to end the run). ``stack``: train the
+    members of one shape as one batched network (stacked.py) where it can."""
+    members = plan(settings, p, losses)
+    groups: dict[ModelSettings, list[int]] = {}
+    for i, (s, _, _) in enumerate(members):
+        groups.setdefault(s, []).append(i)
+    batched = stack and world == 1 and wrap is None and watch is None
+    kw = dict(cal=cal, rows=rows, progress=progress, rank=rank, world=world,
+              keep_start=init is not None)
+    models: list[nn.Module | None] = [None] * len(members)
+    results: list[FitResult | None] = [None] * len(members)
+    for s, idx in groups.items():
+        if batched and len(idx) > 1:
+            group = [_build(s, members[i][2], init, device) for i in idx]
+            stacked = Stacked(group).to(device)
+            loss = StackedLoss([make_loss(members[i][1], s.quantiles) for i in idx]).to(device)
+            first_p = p.model_copy(update={"seed": members[idx[0]][2],
+                                           "loss": members[idx[0]][1]})
+            t0 = time.perf_counter()
+            res = fit_windows(stacked, series, train_ends, val_ends, first_p, loss_fn=loss,
+                              on_epoch=on_epoch if idx[0] == 0 else None, **kw)
+            seconds = time.perf_counter() - t0
+            for i, m in zip(idx, stacked.unstack()):
+                models[i] = m
+                results[i] = replace(res, seconds=seconds / len(idx), loss=members[i][1],
+                                     windows_per_s=res.windows_per_s * len(idx))
+            continue
+        for i in idx:
+            s_i, loss_i, seed = members[i]
+            model = _build(s_i, seed, init, device)
+            member_p = p.model_copy(update={"seed": seed, "loss": loss_i}) \
+                if (seed, loss_i) != (p.seed, p.loss) else p
+            results[i] = fit_windows(model, series, train_ends, val_ends, member_p,
+                                     step_model=wrap(model) if wrap else None,
+                                     on_epoch=_watched(on_epoch, watch, model) if i == 0
+                                     else None, **kw)
+            results[i].loss = loss_i
+            models[i] = model
+    if len(models) == 1:
+        return models[0], results
+    return Ensemble(models, combine), results

@@ -1,0 +1,148 @@
+"""An ensemble's members trained as one batched network (training/stacked.py) against the
+same members trained one by one on the same batches: the same weights (to float tolerance),
+each member by its own loss; the median rule; the plan of members (lookbacks x losses x
+seeds); the checkpoint keeps how they combine."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from attn_forecast.config.schema import TrainParams
+from attn_forecast.data.build import build
+from attn_forecast.data.long_table import Raw
+from attn_forecast.model import checkpoint
+from attn_forecast.model.networks import Ensemble, build_model
+from attn_forecast.model.settings import ModelSettings
+from attn_forecast.data.windows import gather
+from attn_forecast.training.batches import to_device
+from attn_forecast.training.loop import fit_windows
+from attn_forecast.training.losses import make_loss
+from attn_forecast.training.members import plan, train_model
+from attn_forecast.training.stacked import Stacked, StackedLoss
+
+W = 8
+
+
+def _store(n_series=3, n=120, seed=0):
+    rs = np.random.default_rng(seed)
+    t = np.arange(n)
+    series = [50 + 10 * np.sin(2 * np.pi * t / 12 + k) + rs.normal(0, 1, n)
+              for k in range(n_series)]
+    offsets = np.r_[0, np.cumsum([n] * n_series)].astype(np.int64)
+    raw = Raw(np.array([f"s{k}" for k in range(n_series)]), offsets,
+              np.tile(t.astype(float), n_series), np.concatenate(series),
+              np.full(n * n_series, np.nan))
+    return build(raw, window=W, horizon=3, fracs={"test": 0.2, "val": 0.1, "cal": 0.0},
+                 scaler="none", transform="none")
+
+
+def _p(**kw) -> TrainParams:
+    return TrainParams(**{"augment_noise": 0.0, "ensemble": 1, "epochs": 4, "lr": 0.01,
+                          "batch_size": 32, **kw})
+
+
+def test_the_plan_is_lookbacks_by_losses_by_seeds_each_with_its_own_seed():
+    a, b = ModelSettings(window=12), ModelSettings(window=6)
+    got = plan([a, b], _p(ensemble=2, seed=5), ("smape", "mase"))
+    assert [(s.window, loss, seed) for s, loss, seed in got] == [
+        (12, "smape", 5), (12, "smape", 6), (12, "mase", 7), (12, "mase", 8),
+        (6, "smape", 9), (6, "smape", 10), (6, "mase", 11), (6, "mase", 12)]
+    assert [(s.window, loss) for s, loss, _ in plan(a, _p(loss="mae"))] == [(12, "mae")]
+
+
+@pytest.mark.parametrize("heads", [1, 2])
+@pytest.mark.parametrize("losses", [(), ("mse", "huber", "mae")])
+def test_a_stacked_members_gradient_is_its_own_loss_alone(losses, heads):
+    """One batch through the stacked members: each member's forecasts and the gradient of
+    its weights equal that member's own (built from its seed) under its own loss alone.
+    (Losses with a kink, such as MAE, flip a gradient's sign where float rounding moves a
+    forecast across the target: they agree to a looser tolerance.)"""
+    store = _store()
+    data = to_device(store, torch.device("cpu"))
+    s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16, n_heads=heads)
+    p = _p(ensemble=2, seed=3, loss="mse")
+    members = plan(s, p, losses)
+    alone = []
+    for s_i, _, seed in members:
+        torch.manual_seed(seed)
+        alone.append(build_model(s_i))
+    stacked = Stacked([copy.deepcopy(m) for m in alone])
+    loss = StackedLoss([make_loss(name, ()) for _, name, _ in members])
+    ends = data["train"][:40]
+    x, y = gather(data["z"], ends, W, 3)
+    sid = data["rows"].sid(ends)
+    pred = stacked(x)[0]                                      # (K, B, H)
+    loss(pred, y, sid, data["rows"]).backward()
+    grads = dict(zip(stacked.names, (q.grad for q in stacked.stacked)))
+    for k, (m, (_, name, _)) in enumerate(zip(alone, members)):
+        out = m(x, need_weights=True)[0]     # the explicit attention path, as stacked takes
+        torch.testing.assert_close(pred[k].detach(), out.detach(), rtol=1e-5, atol=1e-6)
+        make_loss(name, ())(out, y, sid, data["rows"]).backward()
+        for key, q in m.named_parameters():
+            scale = float(q.grad.abs().max()) + 1e-12
+            tol = 1e-5 if name != "mae" else 5e-2
+            torch.testing.assert_close(grads[key][k] / scale, q.grad / scale, rtol=0,
+                                       atol=tol)
+
+
+def test_stacked_members_forecast_as_the_members_trained_alone():
+    """Trained together (Adam element by element, the same batches), each member forecasts
+    as that member trained by itself on those batches, to within what float rounding leaves
+    (a smooth loss: under sMAPE on raw levels a change of 1e-7 in the initial weights alone
+    sends training down another path); members of different losses differ."""
+    store = _store()
+    data = to_device(store, torch.device("cpu"))
+    s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16, n_heads=2)
+    p = _p(ensemble=1, seed=3, loss="mse", max_steps=12)
+    losses = ("mse", "huber")
+    none = torch.zeros(0, dtype=torch.int64)
+    model, results = train_model(s, data["z"], data["train"], none, p, torch.device("cpu"),
+                                 progress=False, rows=data["rows"], losses=losses)
+    assert isinstance(model, Ensemble) and len(results) == 2
+    x, y = gather(data["z"], data["train"], W, 3)
+    outs = []
+    for member, (s_i, loss, seed) in zip(model.members, plan(s, p, losses)):
+        torch.manual_seed(seed)
+        alone = build_model(s_i)
+        fit_windows(alone, data["z"], data["train"], none, p.model_copy(update={"loss": loss}),
+                    rows=data["rows"], progress=False)
+        with torch.no_grad():
+            a, b = member(x)[0], alone(x)[0]
+        assert float((a - b).abs().mean()) < 0.01 * float((b - y).abs().mean())
+        outs.append(a)
+    assert not torch.allclose(outs[0], outs[1])
+
+
+def test_the_median_rule_and_a_checkpoint_that_keeps_it(tmp_path):
+    torch.manual_seed(0)
+    s = ModelSettings(window=W, horizon=2, d_model=8, ffn_dim=16)
+    ens = build_model(s, members=4, combine="median")
+    x = torch.randn(5, W)
+    with torch.no_grad():
+        outs = torch.stack([m(x)[0] for m in ens.members])
+        want = (outs.sort(dim=0).values[1] + outs.sort(dim=0).values[2]) / 2
+        torch.testing.assert_close(ens(x)[0], want)
+        assert not torch.allclose(want, outs.mean(dim=0))
+    checkpoint.save(tmp_path / "m.pt", ens, {"prepare": {}})
+    back = checkpoint.model_from(checkpoint.read(tmp_path / "m.pt"))
+    assert back.combine == "median"
+    with torch.no_grad():
+        torch.testing.assert_close(back(x)[0], ens(x)[0])
+
+
+def test_stacked_training_is_deterministic_and_the_history_is_the_groups_mean():
+    store = _store(seed=1)
+    data = to_device(store, torch.device("cpu"))
+    s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16)
+    p = _p(ensemble=3, seed=0)
+    seen = []
+    a, ra = train_model(s, data["z"], data["train"], data["val"], p, torch.device("cpu"),
+                        progress=False, rows=data["rows"], on_epoch=seen.append)
+    b, _ = train_model(s, data["z"], data["train"], data["val"], p, torch.device("cpu"),
+                       progress=False, rows=data["rows"])
+    for x, y in zip(a.state_dict().values(), b.state_dict().values()):
+        assert torch.equal(x, y)
+    assert seen == ra[0].history and len(seen) == 4 and ra[0].history == ra[2].history
