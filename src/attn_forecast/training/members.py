@@ -1,9 +1,12 @@
 """An ensemble's members, built and trained: ``p.ensemble`` seeds of each settings (an
 ensemble over lookbacks: the longest window first) and each training loss of ``losses``
-(``[]``: ``p.loss``), every member through the one training loop (loop.fit). Members that
-share a shape (one settings: its seeds and losses) are trained together as one batched network
-(stacked.py) where nothing needs them one at a time (one process, no compile or wrap, no
-watch); otherwise one after another."""
+(``[]``: ``p.loss``), every member through the one training loop (loop.fit). On a CUDA device
+the members that share a shape (one settings: its seeds and losses) are trained together as
+one batched network (stacked.py), where nothing needs them one at a time (one process, no
+compile or wrap, no watch); otherwise one after another. On a CPU the batched network is no
+faster: bench/members.py, M3 monthly's model, 2 threads: 1.26x for 3 members, 0.95x for 9; 1
+thread: 1.00x and 0.69x (torch.func.vmap's batched matmuls and the explicit attention path it
+needs against the loop), so ``stack`` "auto" stacks on CUDA only."""
 from __future__ import annotations
 
 import copy
@@ -62,7 +65,7 @@ def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Ten
                 on_epoch: Callable[[dict], None] | None = None, rows: Rows | None = None,
                 init: nn.Module | None = None,
                 watch: Callable[[dict, nn.Module], None] | None = None,
-                losses: tuple = (), stack: bool = True, combine: str = "mean"
+                losses: tuple = (), stack: bool | str = "auto", combine: str = "mean"
                 ) -> tuple[nn.Module, list[FitResult]]:
     """Build and fit the model: the members of :func:`plan`, combined by ``combine`` (mean or
     median) when there are several. Each member starts from its own seed. ``wrap`` makes a
@@ -71,12 +74,14 @@ def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Ten
     of this model's weights (the prior, fine-tuned) instead of random ones. ``watch(row,
     member)`` sees the first member after each of its epochs, with the member itself (a
     search scoring it to prune a trial: it may raise to end the run). ``stack``: train the
-    members of one shape as one batched network (stacked.py) where it can."""
+    members of one shape as one batched network (stacked.py) where it can: True, False, or
+    "auto" (on a CUDA device)."""
     members = plan(settings, p, losses)
     groups: dict[ModelSettings, list[int]] = {}
     for i, (s, _, _) in enumerate(members):
         groups.setdefault(s, []).append(i)
-    batched = stack and world == 1 and wrap is None and watch is None
+    wanted = stack is True or (stack == "auto" and torch.device(device).type == "cuda")
+    batched = wanted and world == 1 and wrap is None and watch is None
     kw = dict(cal=cal, rows=rows, progress=progress, rank=rank, world=world,
               keep_start=init is not None)
     models: list[nn.Module | None] = [None] * len(members)

@@ -100,7 +100,7 @@ def test_stacked_members_forecast_as_the_members_trained_alone():
     losses = ("mse", "huber")
     none = torch.zeros(0, dtype=torch.int64)
     model, results = train_model(s, data["z"], data["train"], none, p, torch.device("cpu"),
-                                 progress=False, rows=data["rows"], losses=losses)
+                                 progress=False, rows=data["rows"], losses=losses, stack=True)
     assert isinstance(model, Ensemble) and len(results) == 2
     x, y = gather(data["z"], data["train"], W, 3)
     outs = []
@@ -140,9 +140,9 @@ def test_stacked_training_is_deterministic_and_the_history_is_the_groups_mean():
     p = _p(ensemble=3, seed=0)
     seen = []
     a, ra = train_model(s, data["z"], data["train"], data["val"], p, torch.device("cpu"),
-                        progress=False, rows=data["rows"], on_epoch=seen.append)
+                        progress=False, rows=data["rows"], on_epoch=seen.append, stack=True)
     b, _ = train_model(s, data["z"], data["train"], data["val"], p, torch.device("cpu"),
-                       progress=False, rows=data["rows"])
+                       progress=False, rows=data["rows"], stack=True)
     for x, y in zip(a.state_dict().values(), b.state_dict().values()):
         assert torch.equal(x, y)
     assert seen == ra[0].history and len(seen) == 4 and ra[0].history == ra[2].history
