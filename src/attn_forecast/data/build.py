@@ -19,11 +19,12 @@ def build(raw: Raw, *, window: int, horizon: int, fracs: dict, scaler: str, tran
           test_size: np.ndarray | None = None, source: dict | None = None,
           auto: dict | None = None, context: int = 0) -> Store:
     """Cut, transform and scale every series by its own training part. ``fracs``: the
-    ``test``, ``val`` and ``cal`` shares; ``test_size``: each series' test length instead of
+    ``test``, ``val`` and ``cal`` shares (and ``blend``: whether the validation part's second
+    half is the blend's); ``test_size``: each series' test length instead of
     the test share; ``context``: the input values a window needs (0: all of them)."""
     off = transforms.offset(transform)
     cuts = splits.cut(np.diff(raw.offsets), fracs["test"], fracs["val"], fracs["cal"],
-                      test_size)
+                      test_size, blend=bool(fracs.get("blend")) and fracs["val"] > 0)
     raw, cuts, dropped = usable(raw, cuts, window, horizon, off, fracs, context,
                                 test_size is not None)
     values = model_values(raw.levels, raw.offsets, transform, raw.ids, "<transform>")
@@ -46,7 +47,8 @@ def usable(raw: Raw, cuts: splits.Cuts, window: int, horizon: int, off: int, fra
     n = np.diff(raw.offsets)
     if not len(n):
         raise SettingError("the data holds no series")
-    parts = ("train", "test") + tuple(p for p in ("val", "cal") if fracs[p] > 0)
+    parts = ("train", "test") + tuple(p for p in ("val", "cal") if fracs[p] > 0) \
+        + (("blend",) if fracs.get("blend") and fracs["val"] > 0 else ())
     ok = splits.usable(cuts, window, horizon, off, parts[1:], context)
     if not (ok & splits.usable(cuts, window, horizon, off, ("train",), context)).any():
         i = int(np.argmax(n))

@@ -2,12 +2,17 @@
 
 Each series is cut by **target time** in its own level rows (0 = its first value)::
 
-    rows:  0 ......... val_start ....... cal_start ....... test_start - gap | test_start .. test_end
-           |<-- train -->|<--- val --->|<--- cal --->|<- gap ->|<------- test ------->|
+    rows:  0 ...... val_start .. blend_start ... cal_start .... test_start - gap | test_start .. test_end
+           |<-- train -->|<- val ->|<- blend ->|<--- cal --->|<- gap ->|<---- test ---->|
            [  inputs W ][tgt H]        a window belongs to the part holding all H targets
 
+The validation part chooses the model's best epoch (early stopping); where a blend learns its
+weights (``blend``), its second half is the blend's own part, so the weights come from windows
+that chose nothing else (without a blend, ``blend_start == cal_start``: no blend part).
+
 ``test_start = floor(n (1 - test_frac))``, ``cal_start = floor(n (1 - test_frac - cal_frac))``,
-``val_start = floor(n (1 - test_frac - cal_frac - val_frac))``, so the test targets are each
+``val_start = floor(n (1 - test_frac - cal_frac - val_frac))``, ``blend_start`` halfway
+between ``val_start`` and ``cal_start`` (with a blend), so the test targets are each
 series' last ``test_frac`` of values whatever the window, horizon or transform. A part of
 fraction 0 is empty. The inputs of a window may reach back into an earlier part (the past).
 Windows are named by the global row ``e`` of their first target (inputs ``e-W .. e-1``); a
@@ -29,7 +34,7 @@ import numpy as np
 from ..errors import SettingError
 from .windows import concat_ranges
 
-PARTS = ("train", "val", "cal", "test")
+PARTS = ("train", "val", "blend", "cal", "test")
 
 
 def cut_at(n: np.ndarray, share: float) -> np.ndarray:
@@ -46,17 +51,24 @@ class Cuts:
     test_start: np.ndarray
     test_end: np.ndarray
     gap: int = 0
+    blend_start: np.ndarray | None = None   # None: cal_start (no blend part)
+
+    def __post_init__(self) -> None:
+        if self.blend_start is None:
+            object.__setattr__(self, "blend_start", np.asarray(self.cal_start).copy())
 
     def bounds(self, part: str) -> tuple[np.ndarray, np.ndarray]:
         """[first, end) target rows of ``part`` for every series."""
         return {"train": (self.train_start, self.val_start),
-                "val": (self.val_start, self.cal_start),
+                "val": (self.val_start, self.blend_start),
+                "blend": (self.blend_start, self.cal_start),
                 "cal": (self.cal_start, self.test_start - self.gap),
                 "test": (self.test_start, self.test_end)}[part]
 
     def take(self, keep: np.ndarray) -> Cuts:
         """The cuts of the series ``keep`` (indices or a mask)."""
-        return Cuts(*(a[keep] for a in self.arrays()), gap=self.gap)
+        return Cuts(*(a[keep] for a in self.arrays()), gap=self.gap,
+                    blend_start=self.blend_start[keep])
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return (self.train_start, self.val_start, self.cal_start, self.test_start,
@@ -64,18 +76,22 @@ class Cuts:
 
     def to_dict(self) -> dict:
         names = ("train_start", "val_start", "cal_start", "test_start", "test_end")
-        return {**{k: v.tolist() for k, v in zip(names, self.arrays())}, "gap": self.gap}
+        return {**{k: v.tolist() for k, v in zip(names, self.arrays())}, "gap": self.gap,
+                "blend_start": self.blend_start.tolist()}
 
     @staticmethod
     def from_dict(d: dict) -> Cuts:
+        blend = d.get("blend_start")
         return Cuts(*(np.asarray(d[k], dtype=np.int64) for k in (
-            "train_start", "val_start", "cal_start", "test_start", "test_end")), gap=d["gap"])
+            "train_start", "val_start", "cal_start", "test_start", "test_end")), gap=d["gap"],
+                    blend_start=None if blend is None else np.asarray(blend, dtype=np.int64))
 
 
 def cut(n: np.ndarray, test_frac: float, val_frac: float = 0.0, cal_frac: float = 0.0,
-        test_size: np.ndarray | None = None) -> Cuts:
+        test_size: np.ndarray | None = None, blend: bool = False) -> Cuts:
     """The parts of series of lengths ``n`` (S,). ``test_size``: each series' test part as a
-    number of values instead of ``test_frac`` (a competition's horizon)."""
+    number of values instead of ``test_frac`` (a competition's horizon); ``blend``: the
+    validation part's second half is the blend's."""
     n = np.asarray(n, dtype=np.int64)
     if test_size is not None:
         test = n - np.asarray(test_size, dtype=np.int64)
@@ -85,7 +101,8 @@ def cut(n: np.ndarray, test_frac: float, val_frac: float = 0.0, cal_frac: float 
         test = cut_at(n, 1 - test_frac)
         cal = cut_at(n, 1 - test_frac - cal_frac) if cal_frac else test.copy()
         val = cut_at(n, 1 - test_frac - cal_frac - val_frac) if val_frac else cal.copy()
-    return Cuts(np.zeros_like(n), val, cal, test, n.copy())
+    return Cuts(np.zeros_like(n), val, cal, test, n.copy(),
+                blend_start=val + (cal - val) // 2 if blend else None)
 
 
 def window_ranges(cuts: Cuts, part: str, window: int, horizon: int, off: int,
@@ -126,16 +143,18 @@ def min_length(window: int, horizon: int, off: int, parts: tuple[str, ...], frac
     every longer one: the search starts above the length that did not.)"""
     lo = max((context or window) + horizon + off, longer_than + 1)
     for m in range(lo, lo * 100 + limit // 100):
-        c = cut(np.array([m]), fracs["test"], fracs["val"], fracs["cal"])
+        c = cut(np.array([m]), fracs["test"], fracs["val"], fracs["cal"],
+                blend=bool(fracs.get("blend")) and fracs["val"] > 0)
         if usable(c, window, horizon, off, parts, context)[0]:
             return m
     return None
 
 
 def folds(base: Cuts, k: int, *, fold_size: int, train_size: int, gap: int, val_size: np.ndarray,
-          cal_size: np.ndarray, horizon: int) -> list[Cuts]:
+          cal_size: np.ndarray, horizon: int, blend: bool = False) -> list[Cuts]:
     """``k`` rolling-origin folds inside every series' test part (see the module docstring);
-    ``val_size``, ``cal_size``: each series' validation and calibration lengths."""
+    ``val_size``, ``cal_size``: each series' validation and calibration lengths; ``blend``:
+    the validation part's second half is the blend's, as in :func:`cut`."""
     length = base.test_end - base.test_start
     size = np.full_like(length, fold_size) if fold_size else length // k
     if (size < horizon).any():
@@ -154,5 +173,6 @@ def folds(base: Cuts, k: int, *, fold_size: int, train_size: int, gap: int, val_
         cal = origin - gap - cal_size
         val = cal - val_size
         start = np.maximum(val - train_size, 0) if train_size else np.zeros_like(val)
-        out.append(Cuts(start, val, cal, origin, origin + size, gap=gap))
+        out.append(Cuts(start, val, cal, origin, origin + size, gap=gap,
+                        blend_start=val + (cal - val) // 2 if blend else None))
     return out

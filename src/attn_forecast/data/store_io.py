@@ -35,6 +35,8 @@ def save(folder: str | Path, s: Store) -> None:
             index.update(feature_center=s.feature_center, feature_scale=s.feature_scale)
         if s.periods is not None:
             index["periods"] = s.periods
+        if (s.cuts.blend_start != s.cuts.cal_start).any():
+            index["blend_start"] = s.cuts.blend_start
         with open(tmp / "index.npz", "wb") as fh:
             np.savez(fh, **index)
         meta = {k: v for k, v in s.meta().items() if k != "series"}
@@ -63,7 +65,8 @@ def load(folder: str | Path, mmap: bool = True) -> Store:
         return np.load(path, mmap_mode="c" if mmap else None, allow_pickle=False) \
             if path.is_file() else None
     cuts = splits.Cuts(*(idx[k] for k in ("train_start", "val_start", "cal_start",
-                                          "test_start", "test_end")))
+                                          "test_start", "test_end")),
+                       blend_start=idx.get("blend_start"))
     return Store(idx["ids"], idx["offsets"], cuts,
                  scaling.Scalers(meta["scaler"], idx["center"], idx["scale"]),
                  *(arr(name) for name in ARRAYS), meta["window"], meta["horizon"],

@@ -36,7 +36,8 @@ def folds(store, k: int, *, fold_size: int, train_size: int, gap: int, val_frac:
     n = store.lengths
     cuts = splits.folds(store.cuts, k, fold_size=fold_size, train_size=train_size, gap=gap,
                         val_size=splits.cut_at(n, val_frac), cal_size=splits.cut_at(n, cal_frac),
-                        horizon=store.horizon)
+                        horizon=store.horizon,
+                        blend=bool((store.cuts.blend_start != store.cuts.cal_start).any()))
     for j, c in enumerate(cuts, 1):
         got = {part: int(splits.counts(c, part, store.window, store.horizon,
                                        store.offset).sum()) for part in splits.PARTS}

@@ -107,7 +107,7 @@ class Blend:
 
 
 def learn_blend(fs: ForecastSet, store, members: list[str], trim: float = TRIM,
-                part: str = "val") -> Blend | None:
+                part: str = "blend") -> Blend | None:
     """Each series' weights over ``members`` (those with forecasts of ``part`` and of the
     test part; None if none has) from their errors on its windows of ``part``."""
     ends = fs.ends.get(part)

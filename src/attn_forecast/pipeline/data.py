@@ -44,7 +44,8 @@ def source_record(d: DataParams) -> dict:
 
 
 def fracs(p: Params) -> dict:
-    return {"test": p.prepare.test_frac, "val": p.prepare.val_frac, "cal": p.prepare.cal_frac}
+    return {"test": p.prepare.test_frac, "val": p.prepare.val_frac, "cal": p.prepare.cal_frac,
+            "blend": bool(p.evaluate.blend)}   # the validation part's second half: the blend's
 
 
 def check_inside(csv_path: str, folder: str) -> None:
@@ -172,7 +173,8 @@ def report(store: Store, p: Params, profile: str, chosen: dict) -> tuple[list[st
     n = store.meta()["n_windows"]
     auto = store.auto
     feats = f", features {', '.join(store.features)}" if store.features else ""
-    lines = [f"prepare: {store.n_series} series, {n['train']} train / {n['val']} val / "
+    blend = f"{n['blend']} blend / " if n.get("blend") else ""
+    lines = [f"prepare: {store.n_series} series, {n['train']} train / {n['val']} val / {blend}"
              f"{n['cal']} cal / {n['test']} test windows of {store.window} -> {store.horizon}, "
              f"scaler {pp.scaler}, transform {pp.transform}{feats}"]
     if chosen:

@@ -52,6 +52,7 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
     cuts = folds(store, bt.folds, fold_size=bt.fold_size, train_size=bt.train_size, gap=bt.gap,
                  val_frac=pp.val_frac, cal_frac=pp.cal_frac,
                  wanted=("train", "test") + (("val",) if pp.val_frac else ())
+                 + (("blend",) if pp.val_frac and p.evaluate.blend else ())
                  + (("cal",) if pp.cal_frac else ()))
     season = check_data(p, store)
     settings = member_settings(p, model_settings(p, store, season, prior_path))

@@ -39,10 +39,10 @@ def taus(p: Params) -> tuple:
 
 def parts(p: Params, store) -> tuple:
     """The parts whose windows every forecaster forecasts: the test part, the calibration
-    part when intervals are calibrated on it, and the validation part when the blend learns
-    its weights there (and ``store`` has one)."""
+    part when intervals are calibrated on it, and the blend's part (the validation part's
+    second half) when the blend learns its weights there (and ``store`` has one)."""
     return ("test",) + (("cal",) if p.evaluate.conformal == "split" else ()) \
-        + (("val",) if p.evaluate.blend and store.counts("val").sum() > 0 else ())
+        + (("blend",) if p.evaluate.blend and store.counts("blend").sum() > 0 else ())
 
 
 def baselines_record(p: Params, store, season: int) -> dict:

@@ -66,7 +66,8 @@ def model_bands(pred: pd.DataFrame) -> list[tuple]:
 def spans(store: Store, i: int, t: np.ndarray) -> dict:
     """Each non-empty part's (first, last) time for shading series ``i``."""
     c, n = store.cuts, int(store.lengths[i])
-    edges = {"train": (0, c.val_start[i]), "val": (c.val_start[i], c.cal_start[i]),
+    edges = {"train": (0, c.val_start[i]), "val": (c.val_start[i], c.blend_start[i]),
+             "blend": (c.blend_start[i], c.cal_start[i]),
              "cal": (c.cal_start[i], c.test_start[i]), "test": (c.test_start[i], n)}
     return {k: (t[int(a) - (k != "train")], t[int(b) - 1]) for k, (a, b) in edges.items()
             if b > a}

@@ -24,7 +24,8 @@ STYLE = {
 COLORS = {"actual": "#333333", "model": "#d62728", "naive": "#1f77b4", "ridge": "#2ca02c",
           "seasonal_naive": "#9467bd", "mean": "#8c564b", "ets": "#e377c2", "theta": "#17becf",
           "arima": "#bcbd22", "ensemble": "#ff7f0e", "blend": "#e6550d",
-          "train": "#1f77b4", "val": "#ff7f0e", "cal": "#9467bd", "test": "#2ca02c"}
+          "train": "#1f77b4", "val": "#ff7f0e", "cal": "#9467bd",
+          "test": "#2ca02c"}
 SPARE = ["#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896"]
 
 

@@ -33,13 +33,14 @@ def _store(val=0.2):
               20 + rs.normal(0, 1, n)]
     raw = Raw(np.array(["seasonal", "walk", "level"]), np.r_[0, n, 2 * n, 3 * n],
               np.tile(t.astype(float), 3), np.concatenate(series), np.full(3 * n, np.nan))
-    return build(raw, window=12, horizon=H, fracs={"test": 0.2, "val": val, "cal": 0.0},
+    return build(raw, window=12, horizon=H, fracs={"test": 0.2, "val": val, "cal": 0.0,
+                                                    "blend": True},
                  scaler="zscore", transform="none", context=0)
 
 
 def _forecasts(store):
     members = [Naive(), SeasonalNaive(SEASON), Mean()]
-    return run(store, members, ("test", "val"), season=0)
+    return run(store, members, ("test", "blend"), season=0)
 
 
 def test_weights_are_the_inverse_error_of_the_members_near_the_best():
@@ -146,7 +147,7 @@ def test_the_blends_quantiles_are_its_members_weighted_level_by_level():
     series' weights: a member of weight 0 adds nothing to them (its spread included)."""
     store = _store()
     taus = (0.1, 0.5, 0.9)
-    fs = run(store, [Naive(), Mean()], ("test", "val"), taus=taus, season=0)
+    fs = run(store, [Naive(), Mean()], ("test", "blend"), taus=taus, season=0)
     fs = with_combinations(fs, [], store, blends_of(["naive", "mean"]))
     w = np.asarray(list(fs.record["blend"]["series"].values()))[
         store.series_of(fs.ends["test"])]
@@ -159,7 +160,7 @@ def test_the_blends_quantiles_are_its_members_weighted_level_by_level():
     got = blended(fs, store, zero)["test"]
     np.testing.assert_array_equal(got.quantiles, fs.forecasts["naive"]["test"].quantiles)
     # a member without quantiles: the blend has none (a point only)
-    alone = with_combinations(run(store, [Naive(), Mean()], ("test", "val"), season=0), [],
+    alone = with_combinations(run(store, [Naive(), Mean()], ("test", "blend"), season=0), [],
                               store, blends_of(["naive", "mean"]))
     assert alone.forecasts["blend"]["test"].quantiles is None
 
@@ -182,7 +183,7 @@ def test_the_blends_failed_rows_are_those_of_members_with_weight():
     rows failed only where it has weight on that series; its NaN never reaches the blend."""
     store = _store()
     taus = (0.1, 0.5, 0.9)
-    fs = run(store, [Naive(), Mean()], ("test", "val"), taus=taus, season=0)
+    fs = run(store, [Naive(), Mean()], ("test", "blend"), taus=taus, season=0)
     ends = fs.ends["test"]
     sid = store.series_of(ends)
     mean = fs.forecasts["mean"]["test"]
@@ -194,3 +195,28 @@ def test_the_blends_failed_rows_are_those_of_members_with_weight():
     assert np.isfinite(got.point).all()
     b = Blend(["naive", "mean"], np.array([[0.5, 0.5], [0.5, 0.5], [0.0, 1.0]]), "test")
     np.testing.assert_array_equal(blended(fs, store, b)["test"].failed, sid == 0)
+
+
+def test_the_blend_learns_on_its_own_part_never_on_the_early_stopping_windows():
+    """The validation part's first half chooses the model's best epoch, its second half (the
+    blend's part) the blend's weights: poisoning every forecast and target of the first half
+    leaves the weights as they were; poisoning the blend's part moves them."""
+    store = _store()
+    n = store.meta()["n_windows"]
+    assert n["val"] > 0 and n["blend"] > 0
+    assert (store.cuts.val_start < store.cuts.blend_start).all()
+    assert (store.cuts.blend_start < store.cuts.cal_start).all()
+    fs = run(store, [Naive(), SeasonalNaive(SEASON), Mean()], ("test", "val", "blend"),
+             season=0)
+    members = ["naive", "seasonal_naive", "mean"]
+    clean = learn_blend(fs, store, members)
+    for m in members:
+        fs.forecasts[m]["val"].point[:] = 1e9 * (1 + members.index(m))
+    levels = np.array(store.levels)
+    for i in range(store.n_series):
+        a = int(store.offsets[i])
+        levels[a + int(store.cuts.val_start[i]):a + int(store.cuts.blend_start[i])] = -1e9
+    poisoned = learn_blend(fs, replace(store, levels=levels), members)
+    np.testing.assert_array_equal(poisoned.weights, clean.weights)
+    fs.forecasts["seasonal_naive"]["blend"].point[:] = 1e9
+    assert not np.allclose(learn_blend(fs, store, members).weights, clean.weights)

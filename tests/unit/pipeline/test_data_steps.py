@@ -86,8 +86,8 @@ def test_the_train_line_names_the_pinball_loss_only_for_a_quantile_head():
     from types import SimpleNamespace
     from attn_forecast.model.settings import ModelSettings
     from attn_forecast.pipeline.model import summary
-    res = SimpleNamespace(window=12, loss="mse", history=[{"train_loss": 0.5}], best_epoch=1, seconds=1.0,
-                          windows_per_s=10.0)
+    res = SimpleNamespace(window=12, loss="mse", history=[{"train_loss": 0.5}], best_epoch=1,
+                          seconds=1.0, windows_per_s=10.0)
     store, dist = SimpleNamespace(n_series=1), SimpleNamespace(world=1, device="cpu")
     model = torch.nn.Linear(2, 1)
     point = summary(ModelSettings(window=12), model, [res], store, dist, 1, "pretrained")
