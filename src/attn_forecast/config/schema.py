@@ -202,7 +202,7 @@ class BacktestParams(Section):
 
 
 class RenderParams(Section):
-    dpi: Int = Field(110, ge=50, le=600)
+    dpi: Int = Field(110, ge=50, le=600)   # the figures' resolution (the only default)
 
 
 Generator = Literal["kernel", "ets", "arima", "trend_season"]

@@ -97,7 +97,7 @@ def _heatmap(ax, weights: np.ndarray, title: str, fig, labels: list[str] | None 
 
 def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weights,
              baselines: dict[str, float], model_rmse: float, units: str = "value",
-             dpi: int = 110, labels: list[str] | None = None, bands=None,
+             dpi: int, labels: list[str] | None = None, bands=None,
              test_title: str = "Test set: actual vs predicted") -> None:
     """The source's 2x2 sheet: loss curve, test truth vs prediction, attention heatmap,
     residual histogram. ``weights`` (T, T) or None (a model without attention)."""
@@ -145,7 +145,7 @@ def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weight
 
 
 def attention_maps(path, *, mean_weights: np.ndarray, example_weights: np.ndarray,
-                   dpi: int = 110, labels: list[str] | None = None) -> None:
+                   dpi: int, labels: list[str] | None = None) -> None:
     """Per layer and head: the mean weights over the test windows beside one example window.
     Both arrays (L, H, T, T)."""
     L, H = mean_weights.shape[:2]
@@ -163,7 +163,7 @@ def attention_maps(path, *, mean_weights: np.ndarray, example_weights: np.ndarra
         _save(fig, path, dpi)
 
 
-def no_attention(path, *, title: str, reason: str, dpi: int = 110) -> None:
+def no_attention(path, *, title: str, reason: str, dpi: int) -> None:
     """A placeholder figure that says why there is nothing to show (e.g. an LSTM model), so a
     figure from an earlier run is never left standing in for this one."""
     with plt.rc_context(STYLE):
@@ -176,7 +176,7 @@ def no_attention(path, *, title: str, reason: str, dpi: int = 110) -> None:
 
 
 def attention_by_lag(path, *, lags: np.ndarray, weight: np.ndarray,
-                     lag_oldest: np.ndarray | None = None, dpi: int = 110) -> None:
+                     lag_oldest: np.ndarray | None = None, dpi: int) -> None:
     """Mean attention weight each lag gets from the queries that feed the head (the last query
     with last pooling, all of them with mean pooling); lag 0 = the newest input. With patches
     (``lag_oldest`` != ``lags``) one bar per patch, labelled by the lags it covers."""
@@ -202,7 +202,7 @@ def attention_by_lag(path, *, lags: np.ndarray, weight: np.ndarray,
 
 
 def forecast(path, *, t_all, values, spans: dict[str, tuple], t_test, model, naive,
-             units: str = "value", dpi: int = 110, bands=None,
+             units: str = "value", dpi: int, bands=None,
              title: str = "Series and one-step-ahead test forecasts") -> None:
     """Whole series with the train / validation / test spans shaded, the model and the naive
     baseline over the test span. ``spans`` maps part name to (t_start, t_end)."""
@@ -222,7 +222,7 @@ def forecast(path, *, t_all, values, spans: dict[str, tuple], t_test, model, nai
 
 
 def fan(path, *, t_hist, history, t_test, actual, forecast, bands, name: str = "model",
-        units: str = "value", dpi: int = 110, title: str = "") -> None:
+        units: str = "value", dpi: int, title: str = "") -> None:
     """A fan chart: the recent history, the forecasts of the test part (each target's
     one-step-ahead, or first-step, forecast) in their 80 % and 95 % intervals, the truth."""
     with plt.rc_context(STYLE):
@@ -244,7 +244,7 @@ def fan(path, *, t_hist, history, t_test, actual, forecast, bands, name: str = "
 
 
 def horizon_errors(path, *, steps: np.ndarray, errors: dict[str, np.ndarray],
-                   units: str = "value", dpi: int = 110) -> None:
+                   units: str = "value", dpi: int) -> None:
     """RMSE by steps ahead for the model and each baseline."""
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(7, 4))
@@ -260,7 +260,7 @@ def horizon_errors(path, *, steps: np.ndarray, errors: dict[str, np.ndarray],
 
 
 def backtest_errors(path, *, folds: np.ndarray, errors: dict[str, np.ndarray],
-                    units: str = "value", dpi: int = 110) -> None:
+                    units: str = "value", dpi: int) -> None:
     """RMSE of each fold of the rolling-origin backtest, the model beside every baseline
     (a far-off baseline is left off the scale and named)."""
     with plt.rc_context(STYLE):
@@ -285,7 +285,7 @@ def _bands(ax, t, bands, color: str) -> None:
 
 
 def calibration(path, *, nominal: np.ndarray, coverage: dict[str, np.ndarray],
-                dpi: int = 110) -> None:
+                dpi: int) -> None:
     """Nominal against empirical coverage of each forecaster's central intervals on the test
     windows: on the diagonal is calibrated, below it too narrow, above it too wide."""
     with plt.rc_context(STYLE):
