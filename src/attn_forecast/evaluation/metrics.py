@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from ..data.scaling import naive_scale
+from ..forecasters.names import to_use
 from ..data.windows import series_slices
 
 
@@ -230,7 +231,8 @@ def headline(agg: dict) -> dict:
     WQL, MSIS and the 80 % and 95 % intervals' coverage. The blend first: the forecast to
     use (`dvc exp show` lists the columns in this order)."""
     out = {}
-    for name, m in sorted(agg.items(), key=lambda kv: kv[0] != "blend"):
+    first = to_use([n for n, m in agg.items() if m])
+    for name, m in sorted(agg.items(), key=lambda kv: kv[0] != first):
         if not isinstance(m, dict):
             out[name] = m
             continue

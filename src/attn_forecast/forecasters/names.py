@@ -15,3 +15,11 @@ NAMES = ("naive", "seasonal_naive", "naive2", "mean", "ridge", *STAT_FORECASTERS
          *COMBINATIONS, "zeroshot")
 # what the forecast command can refit on a whole series (a blend's members beside the model)
 FUTURE_MEMBERS = ("naive", "seasonal_naive", "naive2", "mean", *STAT_FORECASTERS)
+# the blend's name, and the forecast to use: the blend where there is one, else the model
+BLEND = "blend"
+TO_USE = (BLEND, "model")
+
+
+def to_use(present) -> str:
+    """The forecast to use among the forecasters ``present`` (names with forecasts)."""
+    return next((n for n in TO_USE if n in present), "model")

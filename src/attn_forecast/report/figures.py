@@ -14,6 +14,7 @@ import pandas as pd
 from ..cpu import cores
 from ..data.store import Store
 from . import plots
+from ..forecasters.names import to_use
 from .summary import forecasters
 
 
@@ -139,7 +140,8 @@ def _fan(fig_dir: Path, d: Inputs, i: int, one: pd.DataFrame, t_all, t_test, sid
          ) -> tuple:
     """The fan chart of the forecast to use (the blend, else the model): the series' recent
     history, its forecasts of the test part with their 80 % and 95 % intervals, the truth."""
-    name = "blend" if "blend" in one and d.metrics.get("blend") else "model"
+    name = to_use([n for n in forecasters(d.metrics) if d.metrics.get(n)
+                   and (n == "model" or n in one)])
     column = "predicted" if name == "model" else name
     start = max(0, int(d.store.cuts.test_start[i]) - 3 * len(one))   # three test spans back
     rows = np.arange(start, int(d.store.cuts.test_start[i]))

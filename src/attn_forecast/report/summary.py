@@ -4,6 +4,7 @@ params."""
 from __future__ import annotations
 
 from ..evaluation.significance import sentence
+from ..forecasters.names import to_use
 
 META_KEYS = ("n_test", "n_series", "n_dropped", "significance", "model_seeds", "n_folds",
              "unavailable", "sign_test", "model_run", "significance_blend", "blend_weights")
@@ -20,12 +21,13 @@ def forecasters(metrics: dict) -> list[str]:
     to use), then in the file's order."""
     names = [k for k, v in metrics.items() if k not in META_KEYS and (v is None or
                                                                        isinstance(v, dict))]
-    return sorted(names, key=lambda n: n != "blend")
+    first = to_use([n for n in names if metrics[n]])
+    return sorted(names, key=lambda n: n != first)
 
 
 def _table(metrics: dict, names: list[str], cols: tuple) -> list[str]:
     """One row a forecaster; the forecast to use in bold (the blend, else the model)."""
-    bold = "blend" if "blend" in names and metrics.get("blend") else "model"
+    bold = to_use([n for n in names if metrics.get(n)])
     lines = ["| forecaster | " + " | ".join(cols) + " |", "|---|" + "---:|" * len(cols)]
     for name in names:
         row = metrics[name] or {}
