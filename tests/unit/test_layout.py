@@ -10,7 +10,7 @@ from conftest import PKG, imports, module_file
 
 LIBRARY = ("data", "model", "training", "forecasters", "evaluation", "report")
 # the order of the floors: a package may import those before it, never those after it
-FLOORS = ("errors", "io", "cpu", "progress", "data", "model", "training", "forecasters",
+FLOORS = ("errors", "io", "cpu", "progress", "engine", "data", "model", "training", "forecasters",
           "evaluation", "report", "config", "pipeline", "outlook", "inference", "search", "cli")
 
 

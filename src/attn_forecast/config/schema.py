@@ -185,6 +185,10 @@ class EvaluateParams(Section):
     baselines: list[Baseline] = Field(
         default_factory=lambda: ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta"])
     conformal: Literal["none", "split"] = "split"  # split: calibrate on the calibration part
+    # where the statistical field runs: local (this machine's processes) or dask (the cluster at
+    # engine_address; '' = one embedded here, a worker per core)
+    engine: Literal["local", "dask"] = "local"
+    engine_address: str = ""
     # forecasters averaged into one more, named by their names: model+comb, model+ets+theta
     combinations: list[Annotated[str, Field(pattern=r"^\w+(\+\w+)+$")]] = \
         Field(default_factory=list)

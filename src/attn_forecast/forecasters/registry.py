@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine import Engine
 from .combination import Combination
 from .protocol import Forecast, Forecaster
 from .ridge import Ridge
@@ -31,13 +32,15 @@ class Unavailable:
 
 
 def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bool,
-              jobs: int = 1, given: dict[str, Forecaster] | None = None
-              ) -> tuple[list[Forecaster], dict[str, str]]:
+              jobs: int = 1, given: dict[str, Forecaster] | None = None,
+              engine: Engine | None = None) -> tuple[list[Forecaster], dict[str, str]]:
     """The baselines ``names`` as forecasters, in their order, and those that cannot run here
     with the reason (seasonal naive without a season). With past covariates, ``ridge`` brings
     ``ridge_features`` beside it. ``given``: forecasters built elsewhere, by name (the
-    zero-shot prior); a name neither built here nor given is left out."""
+    zero-shot prior); a name neither built here nor given is left out. ``engine``: where the
+    statistical ones run (default: ``jobs`` local processes)."""
     given = given or {}
+    engine = engine if engine is not None else Engine("local", jobs)
     out, unavailable = [], {}
     for name in names:
         if name == "naive":
@@ -62,11 +65,11 @@ def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bo
             out += [Ridge(ridge_alpha)] + ([Ridge(ridge_alpha, features=True)] if features
                                            else [])
         else:
-            out.append(Stat(name, season, jobs))
+            out.append(Stat(name, season, engine=engine))
     for combo, members in COMBINATIONS.items():   # their members fitted (and scored) too
         if combo in names:
             done = {f.name for f in out}
-            out += [Stat(m, season, jobs) for m in members if m not in done]
+            out += [Stat(m, season, engine=engine) for m in members if m not in done]
             out.append(Combination(combo, list(members)))
     return out, unavailable
 

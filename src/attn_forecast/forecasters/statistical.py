@@ -31,12 +31,11 @@ StatsForecast is imported only when one of these is asked for.
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
-import sys
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
+
+from ..engine import Engine
 
 from .names import STAT_FORECASTERS  # noqa: F401  (re-exported: statistical names)
 from .protocol import Forecast, central_intervals
@@ -132,17 +131,16 @@ def _task(args: tuple) -> tuple[np.ndarray | None, dict, str | None]:
         return None, {}, str(err)
 
 
-def _pool(jobs: int) -> ProcessPoolExecutor:
-    # fork is fast, but unsafe once torch has run in this process (its OpenMP pool)
-    ctx = multiprocessing.get_context("spawn" if "torch" in sys.modules else "fork")
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
-
-
 class Stat:
-    """A StatsForecast model fitted on every series' training part (``jobs`` processes)."""
+    """A StatsForecast model fitted on every series' training part, its tasks run by
+    ``engine`` (this machine's processes, or a Dask cluster: engine.py); ``jobs``: a local
+    engine's processes, where no engine is given."""
 
-    def __init__(self, name: str, season: int, jobs: int = 1) -> None:
-        self.name, self.season, self.jobs = name, season, jobs
+    def __init__(self, name: str, season: int, jobs: int = 1,
+                 engine: Engine | None = None) -> None:
+        self.name, self.season = name, season
+        self.engine = engine if engine is not None else Engine("local", jobs)
+        self.jobs = self.engine.jobs
 
     def fit(self, store):
         return []
@@ -169,11 +167,7 @@ class Stat:
                               ends[part] - a, H, levels))
                 rows.append(part)
                 owner.append(i)
-        if self.jobs > 1 and len(tasks) > 1:
-            with _pool(min(self.jobs, len(tasks))) as pool:
-                results = list(pool.map(_task, tasks, chunksize=max(1, len(tasks) // 64)))
-        else:
-            results = [_task(t) for t in tasks]
+        results = self.engine.map(_task, tasks)
         failed = {}
         for r, i, (mean, bands, err) in zip(rows, owner, results):
             if err is not None:

@@ -9,14 +9,13 @@ from pathlib import Path
 
 from ..config.load import SUBSETS, check_competition_file, profile, read_yaml, resolved
 from ..config.schema import Params
-from ..cpu import cores
 from ..data.store import Store
 from ..errors import ParamsError
 from ..forecasters.registry import baselines
 from ..forecasters.run import run
 from ..forecasters.saved import ForecastSet
 from .data import prepared
-from .forecasting import baselines_record, parts, taus
+from .forecasting import baselines_record, engine_of, parts, taus
 
 __all__ = ["SUBSETS"]  # the competitions' subsets (config.load's), read by the stages
 
@@ -63,9 +62,11 @@ def model_store(p: Params, prof: dict) -> Store:
 
 def statistical_field(p: Params, store: Store, season: int) -> ForecastSet:
     """The field ``evaluate.baselines`` names but the zero-shot prior (its own stage), Naive2
-    forecasting the series a member cannot."""
+    forecasting the series a member cannot; run where evaluate.engine says (field.engine_of:
+    this machine's processes, or a Dask cluster)."""
     e = p.evaluate
-    chosen, _ = baselines([n for n in e.baselines if n != "zeroshot"], season=season,
-                          ridge_alpha=e.ridge_alpha, features=False, jobs=cores())
-    return run(store, chosen, parts(p, store), taus(p), baselines_record(p, store, season),
-               season=season, progress="field")
+    with engine_of(p) as engine:
+        chosen, _ = baselines([n for n in e.baselines if n != "zeroshot"], season=season,
+                              ridge_alpha=e.ridge_alpha, features=False, engine=engine)
+        return run(store, chosen, parts(p, store), taus(p),
+                   baselines_record(p, store, season), season=season, progress="field")

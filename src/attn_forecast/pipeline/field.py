@@ -4,27 +4,28 @@ evaluation here: an edit of evaluation/ never refits the baselines."""
 from __future__ import annotations
 
 from ..config.schema import Params
-from ..cpu import cores
 from ..data.store import Store
+from ..engine import Engine
 from ..errors import ParamsError
 from ..forecasters.protocol import Forecaster
 from ..forecasters.registry import baselines
 from ..forecasters.run import run
 from ..forecasters.saved import ForecastSet
-from .forecasting import baselines_record, parts, taus
+from .forecasting import baselines_record, engine_of, parts, taus
 
 
 def field_of(p: Params, season: int, features: bool, prior: str | None,
-             jobs: int | None = None) -> tuple[list[Forecaster], dict[str, str]]:
+             jobs: int | None = None, engine: Engine | None = None
+             ) -> tuple[list[Forecaster], dict[str, str]]:
     """The forecasters ``evaluate.baselines`` names (the zero-shot prior where it is named, in
     its place) and the blend's other members, and those that cannot run here with the
-    reason."""
+    reason; the statistical ones run by ``engine`` (default: :func:`engine_of`)."""
     from ..forecasters.zeroshot import ZeroShot
     e = p.evaluate
     names = list(dict.fromkeys([*e.baselines, *(m for m in e.blend if m != "model")]))
     chosen, unavailable = baselines(
         names, season=season, ridge_alpha=e.ridge_alpha, features=features,
-        jobs=cores() if jobs is None else jobs,
+        engine=engine if engine is not None else engine_of(p, jobs),
         given={"zeroshot": ZeroShot(prior)} if "zeroshot" in e.baselines else None)
     why = "auto: none found in the training parts" if e.season == "auto" else \
         f"{e.season}; set a period or auto"
@@ -41,7 +42,8 @@ def field(p: Params, store: Store, season: int, prior: str | None,
     """Every baseline ``evaluate.baselines`` names, fitted on each series' training part and
     forecasting the scored windows (with intervals when they are scored); Naive2 forecasts
     the series one cannot."""
-    chosen, unavailable = field_of(p, season, store.n_features > 0, prior, jobs)
-    return run(store, chosen, parts(p, store), taus(p),
-               {**baselines_record(p, store, season), "unavailable": unavailable},
-               season=season, progress="baselines")
+    with engine_of(p, jobs) as engine:
+        chosen, unavailable = field_of(p, season, store.n_features > 0, prior, engine=engine)
+        return run(store, chosen, parts(p, store), taus(p),
+                   {**baselines_record(p, store, season), "unavailable": unavailable},
+                   season=season, progress="baselines")

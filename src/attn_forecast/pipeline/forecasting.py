@@ -3,6 +3,8 @@ every forecaster forecasts, and the checks of params against the prepared data."
 from __future__ import annotations
 
 from ..config.schema import Params
+from ..cpu import cores
+from ..engine import Engine
 from ..errors import ParamsError
 
 
@@ -35,6 +37,14 @@ def check_norm(norm: str, season: int, window: int) -> None:
 def taus(p: Params) -> tuple:
     """The quantile levels every forecaster forecasts and intervals are scored at."""
     return tuple(p.evaluate.quantiles)
+
+
+def engine_of(p: Params, jobs: int | None = None) -> Engine:
+    """Where the statistical field runs (evaluate.engine, evaluate.engine_address): ``jobs``
+    local processes (default: one per core), or a Dask cluster (embedded: a worker per
+    core)."""
+    return Engine(p.evaluate.engine, cores() if jobs is None else jobs,
+                  p.evaluate.engine_address)
 
 
 def parts(p: Params, store) -> tuple:

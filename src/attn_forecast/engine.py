@@ -1,0 +1,105 @@
+"""Where the many-series work runs (the statistical field's fits and forecasts): ``local``, this
+machine's process pool (the default), or ``dask``, a Dask cluster: an existing one at an
+address, or one embedded on this machine (a LocalCluster of one single-threaded worker
+process per core) when none is given. Both map one function over the same tasks and return
+the results in the tasks' order, so the forecasts are the same bits either way.
+
+A Dask worker that dies (its process killed, its machine lost) costs its tasks a retry on
+another worker (:data:`RETRIES`), never a missing result: a task that fails every try raises,
+and the stage stops with that error.
+
+    tasks --map--> local: ProcessPoolExecutor(jobs)        --> results, in order
+                   dask:  Client(address | LocalCluster).map --> gather, in order
+"""
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+
+ENGINES = ("local", "dask")
+RETRIES = 3        # a task's tries on other workers after its worker died
+
+
+class EngineError(RuntimeError):
+    """The cluster could not be reached or started (one line: the address and the cause)."""
+
+
+def _local(jobs: int) -> ProcessPoolExecutor:
+    # fork is fast, but unsafe once torch has run in this process (its OpenMP pool)
+    ctx = multiprocessing.get_context("spawn" if "torch" in sys.modules else "fork")
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+
+
+@contextlib.contextmanager
+def dask_client(address: str = "", jobs: int = 1) -> Iterator:
+    """A Dask client of the cluster at ``address``, or of a LocalCluster of ``jobs``
+    single-threaded worker processes started here (and closed at the end)."""
+    from distributed import Client, LocalCluster
+    cluster = None
+    try:
+        if address:
+            client = Client(address, timeout="10s")
+        else:
+            cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True,
+                                   dashboard_address=None)
+            client = Client(cluster)
+    except (OSError, TimeoutError) as err:
+        raise EngineError(f"cannot reach the Dask cluster at {address or 'this machine'} "
+                          f"({type(err).__name__}: {str(err).splitlines()[0][:160]})") from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+class Engine:
+    """Where tasks run: ``kind`` local (``jobs`` processes) or dask (the cluster at
+    ``address``, or one of ``jobs`` workers embedded here), its client opened on the first
+    map and kept for the next (one cluster for a stage's every forecaster) until
+    :meth:`close` (or the end of a ``with`` block)."""
+
+    def __init__(self, kind: str = "local", jobs: int = 1, address: str = "") -> None:
+        assert kind in ENGINES, kind
+        self.kind, self.jobs, self.address = kind, jobs, address
+        self._open = contextlib.ExitStack()
+        self.client = None
+
+    def map(self, fn: Callable, tasks: list) -> list:
+        """``[fn(t) for t in tasks]``, computed where this engine runs, in the tasks' order."""
+        if self.kind == "dask":
+            if self.client is None:
+                self.client = self._open.enter_context(dask_client(self.address, self.jobs))
+            return _dask_map(self.client, fn, tasks)
+        if self.jobs > 1 and len(tasks) > 1:
+            with _local(min(self.jobs, len(tasks))) as pool:
+                return list(pool.map(fn, tasks, chunksize=max(1, len(tasks) // 64)))
+        return [fn(t) for t in tasks]
+
+    def close(self) -> None:
+        self._open.close()
+        self.client = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _dask_map(client, fn: Callable, tasks: list) -> list:
+    # pure=False: a task is run even where another of the same arguments ran (no dedup);
+    # batches of several tasks each keep the scheduler's overhead per task small
+    size = max(1, len(tasks) // (64 * max(1, len(client.scheduler_info()["workers"]))))
+    chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+    futures = client.map(_chunk, [(fn, c) for c in chunks], pure=False, retries=RETRIES)
+    return [r for part in client.gather(futures) for r in part]
+
+
+def _chunk(args: tuple) -> list:
+    fn, tasks = args
+    return [fn(t) for t in tasks]

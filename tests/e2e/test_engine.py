@@ -1,0 +1,72 @@
+"""End-to-end: the many-series work on a Dask cluster (engine.py). The baselines stage of a
+panel with ``evaluate.engine: dask`` (a cluster embedded in the stage: no cluster runs
+outside the test) writes the forecasts, intervals and fallbacks of ``local`` to the last bit;
+a worker killed in the middle of a run costs its tasks a retry on another worker, never a
+missing series."""
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attn_forecast.engine import Engine
+
+PANEL = {"data.kind": "panel", "data.n_series": 8, "data.n_points": 100,
+         "data.panel_min_points": 50, "prepare.window": 12, "prepare.horizon": 3,
+         "evaluate.season": 12, "prepare.cal_frac": 0.1,
+         "evaluate.baselines": ["naive", "seasonal_naive", "naive2", "ets", "theta", "comb"]}
+
+
+def _forecasts(path: Path) -> dict[str, np.ndarray]:
+    from attn_forecast.forecasters.saved import load
+    fs = load(path)
+    out = {}
+    for name, parts in fs.forecasts.items():
+        for part, fc in parts.items():
+            if fc is not None:
+                out[f"{name}:{part}:point"] = fc.point
+                out[f"{name}:{part}:quantiles"] = fc.quantiles
+    return out
+
+
+def test_the_field_on_an_embedded_dask_cluster_is_the_local_one(project_factory):
+    proj = project_factory("engine", PANEL, git=False)
+    for stage in ("generate", "prepare", "baselines"):
+        res = proj.stage(stage, timeout=300)
+        assert res.returncode == 0, res.stderr
+    local = _forecasts(proj.path / "data/baselines.npz")
+    proj.update_params({"evaluate.engine": "dask"})
+    res = proj.stage("baselines", timeout=300)
+    assert res.returncode == 0, res.stderr
+    dask = _forecasts(proj.path / "data/baselines.npz")
+    assert set(dask) == set(local) and any(k.startswith("ets:") for k in dask)
+    for key, value in local.items():
+        np.testing.assert_array_equal(dask[key], value, err_msg=key)
+
+
+def _dies_once(args: tuple) -> int:
+    """A task that kills its own worker the first time it runs (a marker file says so)."""
+    marker, x = args
+    if x == 3 and not os.path.exists(marker):
+        Path(marker).write_text("died")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x * x
+
+
+def test_a_worker_killed_mid_run_costs_a_retry_never_a_missing_result(tmp_path):
+    marker = str(tmp_path / "died")
+    with Engine("dask", jobs=2) as engine:
+        got = engine.map(_dies_once, [(marker, x) for x in range(12)])
+    assert Path(marker).read_text() == "died"          # a worker did die
+    assert got == [x * x for x in range(12)]           # every task's result, in order
+
+
+def test_an_address_without_a_scheduler_is_one_line():
+    from attn_forecast.engine import EngineError, dask_client
+    with pytest.raises(EngineError, match=r"cannot reach the Dask cluster at "
+                                          r"tcp://127.0.0.1:9"):
+        with dask_client("tcp://127.0.0.1:9"):
+            pass
