@@ -1,0 +1,102 @@
+"""The statistical field on a panel of M4's shape, at scale: a synthetic panel (no download) of
+yearly, quarterly and monthly series in the M4 competition's proportions (23 %, 24 %, 53 % of
+these three) and of lengths like M4's shortest (yearly 20-60 values, quarterly 24-120, monthly
+48-240; horizons 6, 8 and 18), through the pipeline's own steps in one process each: prepare
+(the store), the field (ETS, Theta, Naive2, with their quantiles) and evaluate (points and
+intervals), on ``local`` (this machine's processes) and ``dask`` (a cluster embedded here, a
+worker per core).
+
+    python bench/field_scale.py --series 10000,30000 [--engines local,dask]
+
+Prints, per size and engine, each step's wall seconds, the cost per series, and the peak
+memory (RSS) of the main process and of the largest worker.
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT  # noqa: E402, F401  (the project on sys.path)
+
+from attn_forecast.config.load import parse_params  # noqa: E402
+from attn_forecast.data.long_table import raw_of  # noqa: E402
+from attn_forecast.data.sources import panel_series  # noqa: E402
+from attn_forecast.pipeline.data import prepare  # noqa: E402
+from attn_forecast.pipeline.field import field  # noqa: E402
+from attn_forecast.pipeline.scoring import score  # noqa: E402
+
+GROUPS = {"yearly": (0.23, 1, 6, (20, 60)), "quarterly": (0.24, 4, 8, (24, 120)),
+          "monthly": (0.53, 12, 18, (48, 240))}
+FIELD = ["naive2", "ets", "theta"]
+
+
+def frame(group: str, n: int, seed: int = 0) -> pd.DataFrame:
+    """``n`` series of ``group``: each its length drawn from the group's range (+ horizon)."""
+    _, period, h, (lo, hi) = GROUPS[group]
+    lengths = np.random.default_rng([seed, period]).integers(lo, hi + 1, n) + h
+    parts = [panel_series(i, int(k), seed + period, 0.15, 0.002)[0]
+             for i, k in enumerate(lengths)]
+    width = len(str(n))
+    return pd.DataFrame({"id": np.repeat([f"{group[0]}{i:0{width}d}" for i in range(n)],
+                                         lengths),
+                         "t": np.concatenate([np.arange(k) for k in lengths]),
+                         "value": np.abs(np.concatenate(parts)) + 1.0,
+                         "signal": np.nan, "horizon": h, "period": period})
+
+
+def peak_mib(who: int) -> float:
+    return resource.getrusage(who).ru_maxrss / 1024
+
+
+def one(group: str, n: int, engine: str) -> dict:
+    _, period, h, (lo, _) = GROUPS[group]
+    p = parse_params({"data": {"kind": "panel"},
+                      "prepare": {"window": 1, "horizon": h, "min_context": 0,
+                                  "val_frac": 0.0, "cal_frac": 0.0},
+                      "evaluate": {"season": period, "baselines": FIELD, "blend": [],
+                                   "conformal": "none", "engine": engine}})
+    t0 = time.perf_counter()
+    raw = raw_of(frame(group, n), [])
+    store = prepare(p, raw, {"name": "synthetic", "resolved": {"values": {}}})
+    t1 = time.perf_counter()
+    fs = field(p, store, period, None)
+    t2 = time.perf_counter()
+    model = type(fs)(fs.ends, {}, fs.taus, [], {"data": store.key()})
+    ev = score(p, store, model, fs, period)
+    t3 = time.perf_counter()
+    return {"prepare": t1 - t0, "field": t2 - t1, "evaluate": t3 - t2,
+            "series": store.n_series, "ets_mase": ev.metrics["ets"]["mase_mean"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--series", default="10000")
+    ap.add_argument("--engines", default="local,dask")
+    args = ap.parse_args()
+    print("command: python bench/field_scale.py " + " ".join(sys.argv[1:]), flush=True)
+    print("| series | engine | prepare s | field s | evaluate s | ms per series (field) | "
+          "peak RSS main MiB | peak RSS worker MiB | ETS mean MASE |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for total in (int(x) for x in args.series.split(",")):
+        for engine in args.engines.split(","):
+            rows = [one(g, int(round(total * share / sum(v[0] for v in GROUPS.values()))),
+                        engine) for g, (share, *_) in GROUPS.items()]
+            n = sum(r["series"] for r in rows)
+            sec = {k: sum(r[k] for r in rows) for k in ("prepare", "field", "evaluate")}
+            mase = np.average([r["ets_mase"] for r in rows], weights=[r["series"] for r in rows])
+            print(f"| {n:,} | {engine} | {sec['prepare']:.0f} | {sec['field']:.0f} | "
+                  f"{sec['evaluate']:.0f} | {1000 * sec['field'] / n:.1f} | "
+                  f"{peak_mib(resource.RUSAGE_SELF):.0f} | "
+                  f"{peak_mib(resource.RUSAGE_CHILDREN):.0f} | {mase:.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
