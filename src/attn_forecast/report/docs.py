@@ -88,13 +88,26 @@ def m3_targets(root: Path) -> str:
     return "\n".join(targets(board, list(SUBSETS), _published(root))) + "\n"
 
 
+def m3_sign(root: Path) -> str:
+    """The model and model+comb against Theta, series by series (sMAPE, the sign test)."""
+    board = _read(root, "competitions/m3/leaderboard.json")
+    lines = []
+    for s in SUBSETS:
+        for n in BOLD:
+            t = board["sign_test_vs_theta"].get(s, {}).get(n)
+            if t:
+                lines.append(f"- {s}, {n}: better on {t['wins']:,} of {t['n']:,} series "
+                             f"({100 * t['share']:.1f} %), p = {t['p_value']:.2g}")
+    return "\n".join(lines) + "\n"
+
+
 def _bold(n: str) -> str:
     return f"**{n}**" if n in BOLD else n
 
 
 BLOCKS: dict[str, Callable[[Path], str]] = {"m3-points": m3_points,
                                             "m3-intervals": m3_intervals,
-                                            "m3-targets": m3_targets}
+                                            "m3-targets": m3_targets, "m3-sign": m3_sign}
 
 
 def refreshed(text: str, root: Path) -> str:
