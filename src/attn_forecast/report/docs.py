@@ -101,13 +101,31 @@ def m3_sign(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ensembles(root: Path) -> str:
+    """bench/ensembles.py's committed results (bench/results/ensembles_<subset>.json): each
+    configuration's members and the ensemble's sMAPE on the M3 validation cuts."""
+    lines = ["| subset | configuration | members | each member (min / mean / max) | their "
+             "mean | their median | seconds |", "|---|---|---:|---|---:|---:|---:|"]
+    for s in SUBSETS:
+        path = root / "bench" / "results" / f"ensembles_{s}.json"
+        if not path.is_file():
+            continue
+        for name, r in json.loads(path.read_text())["results"].items():
+            each = [m["smape"] for m in r["members"]]
+            lines.append(f"| {s} | {name} | {len(each)} | {min(each):.2f} / "
+                         f"{sum(each) / len(each):.2f} / {max(each):.2f} | {r['mean']:.2f} | "
+                         f"{r['median']:.2f} | {r['seconds']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
 def _bold(n: str) -> str:
     return f"**{n}**" if n in BOLD else n
 
 
 BLOCKS: dict[str, Callable[[Path], str]] = {"m3-points": m3_points,
                                             "m3-intervals": m3_intervals,
-                                            "m3-targets": m3_targets, "m3-sign": m3_sign}
+                                            "m3-targets": m3_targets, "m3-sign": m3_sign,
+                                            "ensembles": ensembles}
 
 
 def refreshed(text: str, root: Path) -> str:
