@@ -56,8 +56,9 @@ def test_a_model_setting_reruns_the_models_stages_and_never_the_field(clone):
         (clone.path / "competitions/params.yaml").write_text(
             text.replace("lr: 0.001", "lr: 0.002", 1))
         changed = _changed(clone, "competitions/dvc.yaml")
-        assert set(changed) == {"model@yearly", "model@quarterly", "model@monthly",
-                                "model@other", "leaderboard"}, changed
+        models = {f"{k}@{s}" for k in ("model", "model_cal")
+                  for s in ("yearly", "quarterly", "monthly", "other")}
+        assert set(changed) == models | {"leaderboard"}, changed
     finally:
         _restore(clone)
 
@@ -81,7 +82,7 @@ def test_an_edit_of_the_training_code_never_refits_the_competitions_field(clone)
     try:
         _edit(clone, "src/attn_forecast/training/loop.py")
         changed = _changed(clone, "competitions/dvc.yaml")
-        assert not [s for s in changed if s.startswith("field@")], changed
+        assert not [s for s in changed if s.startswith(("field@", "field_cal@"))], changed
         assert "model@monthly" in changed
     finally:
         _restore(clone)
