@@ -23,7 +23,7 @@ from attn_forecast.pipeline import leaderboard as L  # noqa: E402
 from attn_forecast.pipeline.competition import (SUBSETS, field_store, model_store,  # noqa: E402
                                                 subset_params)
 from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
-from attn_forecast.report.leaderboard import markdown  # noqa: E402
+from attn_forecast.report.leaderboard import markdown, test_runs  # noqa: E402
 
 ROWS = ["model", "model+comb", "zeroshot", "comb", "m4_comb", "theta", "dot", "ets", "ces",
         "arima", "ses", "naive2", "naive", "seasonal_naive"]
@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--metrics", required=True, help="the leaderboard (json)")
     ap.add_argument("--table", required=True, help="the leaderboard (Markdown)")
     ap.add_argument("--published", required=True, help="the folder of the published figures")
+    ap.add_argument("--test-runs", required=True,
+                    help="the record of the runs that scored the test parts (csv)")
     args = ap.parse_args(argv)
     folder = Path(args.forecasts)
     subsets = [s for s in SUBSETS["m3"] if (folder / s / "model.npz").is_file()]
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> dict:
     command = "dvc repro competitions/dvc.yaml" + (
         " (with competitions/params.yaml holdout: validation)" if holdout != "test" else "")
     write_text(args.table, markdown(rounded(board), subsets, names, command, holdout,
-                                    L.published(args.published)))
+                                    L.published(args.published), test_runs(args.test_runs)))
     a = board.get("all", {})
     print("leaderboard: " + ", ".join(f"{n} {a[n]['smape']:.2f} / {a[n].get('wql') or 0:.3f}"
                                       for n in ("model", "model+comb", "theta", "comb")

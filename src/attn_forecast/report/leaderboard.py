@@ -49,7 +49,8 @@ def _published_tasks(rows: list[dict], subsets: list[str], metric: str, width: i
 
 
 def markdown(board: dict, subsets: list[str], names: list[str], command: str, holdout: str,
-             published: dict[str, list[dict]] | None = None) -> str:
+             published: dict[str, list[dict]] | None = None, test_runs: int | None = None
+             ) -> str:
     """The leaderboard as tables: sMAPE, MASE, OWA, then WQL, MSIS and the intervals'
     coverage (each subset, all by the field's rule and over series), the fev aggregate, the
     sign tests, the targets; the published figures on the test parts beside."""
@@ -86,6 +87,11 @@ def markdown(board: dict, subsets: list[str], names: list[str], command: str, ho
                              f"({100 * t['share']:.1f} %), p = {t['p_value']:.2g}")
     if test and every:
         lines += ["", "Targets:", ""] + targets(board, subsets, published)
+        if test_runs is not None:
+            lines += ["", f"The test parts were scored {test_runs} times while the settings "
+                      "were developed, this leaderboard's run among them (every run recorded: "
+                      "competitions/test_runs.csv); every setting was chosen on the validation "
+                      "cuts."]
     lines += _fallbacks(board, subsets, names)
     lines += ["", "Comb: the mean of AutoARIMA (seasonal orders P, Q <= 1), ETS, CES and DOT "
               "(StatsForecast's M3 ensemble), not the M4 competition's Comb (SES, Holt and "
@@ -221,6 +227,14 @@ def targets(board: dict, subsets: list[str], published: dict[str, list[dict]] | 
                        f"yearly, quarterly and monthly: {verdict(all(a < b for _, a, b in pairs))}"
                        " (" + ", ".join(f"{s} {a:.3f} vs {b:.3f}" for s, a, b in pairs) + ")")
     return out
+
+
+def test_runs(path: str | Path) -> int:
+    """How many runs scored the test parts while settings were developed (the rows of the
+    record, comment lines first)."""
+    lines = [ln for ln in Path(path).read_text().splitlines()
+             if ln.strip() and not ln.startswith("#")]
+    return len(list(csv.DictReader(lines)))
 
 
 def published(folder: str | Path) -> dict[str, list[dict]]:

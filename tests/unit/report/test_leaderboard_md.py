@@ -278,3 +278,17 @@ def test_pooled_intervals_pool_wql_and_coverage_over_every_forecast():
     from attn_forecast.evaluation.intervals import wql
     each = np.mean([wql(e.actual, e.quantiles["m"], taus) for e in evs.values()])
     assert abs(each - got["m"]["wql"]) > 0.1 * got["m"]["wql"]
+
+
+def test_the_leaderboard_says_how_often_the_test_parts_were_scored(tmp_path):
+    from attn_forecast.report.leaderboard import test_runs
+    from conftest import ROOT
+    record = ROOT / "competitions" / "test_runs.csv"
+    n = test_runs(record)
+    rows = [ln for ln in record.read_text().splitlines() if ln and not ln.startswith("#")]
+    assert n == len(rows) - 1 >= 1                      # the header is not a run
+    text = markdown(_board(), SUBSETS, NAMES, "x", "test", published(FOLDER), test_runs=n)
+    assert f"The test parts were scored {n} times while the settings were developed" in text
+    # on the validation cuts (holdout validation) no test part was scored: no such line
+    assert "test parts were scored" not in markdown(_board(), SUBSETS, NAMES, "x", "val",
+                                                    published(FOLDER), test_runs=n)
