@@ -34,7 +34,7 @@ if not VENV_BIN.is_dir():  # a venv elsewhere: use the interpreter running the t
     VENV_BIN = Path(sys.executable).parent
 
 # The tiny config every e2e test starts from; tests add their own overrides on top.
-TINY = {"data.n_points": 80, "train.epochs": 3, "backtest.folds": 0, "train.ensemble": 1}
+TINY = {"data.n_points": 100, "train.epochs": 3, "backtest.folds": 0, "train.ensemble": 1}
 
 
 def like_a_terminal() -> None:

@@ -41,7 +41,7 @@ def test_every_readme_command_works_as_written(project_factory):
         assert res.returncode == 0, f"{cmd}\n--- stdout\n{res.stdout}\n--- stderr\n{res.stderr}"
     fc = pd.read_csv(proj.path / "forecast.csv")
     assert list(fc.columns) == ["step", "time", "forecast"] and len(fc) == 20
-    assert fc["time"].iloc[0] == 80                    # the tiny series has 80 points
+    assert fc["time"].iloc[0] == 100                   # the tiny series has 100 points
     assert (proj.path / "dvc_plots" / "index.html").is_file()
     # the --temp experiments left the workspace as committed
     status = proj.run(["git", "status", "--porcelain", "--untracked-files=no"]).stdout
