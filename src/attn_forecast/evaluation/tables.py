@@ -28,15 +28,15 @@ def tables(ev: Evaluation, store: Store) -> dict[str, pd.DataFrame]:
     error by steps ahead (RMSE per series, averaged over series) and the intervals' coverage."""
     fitted = {n: f for n, f in ev.forecasts.items() if f is not None}
     sid = store.series_of(ev.ends)
-    pred = pd.DataFrame({"id": store.ids[sid], "t": _times(store.t[ev.ends]),
-                         "actual": ev.actual[:, 0]})
+    cols = {"id": store.ids[sid], "t": _times(store.t[ev.ends]), "actual": ev.actual[:, 0]}
     for name, f in fitted.items():
-        pred["predicted" if name == "model" else name] = f[:, 0]
+        cols["predicted" if name == "model" else name] = f[:, 0]
     for name, q in ev.quantiles.items():
         for k, tau in enumerate(ev.taus):
             if tau != 0.5:
-                pred[f"{'predicted' if name == 'model' else name}_{level_name(tau)}"] = \
+                cols[f"{'predicted' if name == 'model' else name}_{level_name(tau)}"] = \
                     q[:, 0, k]
+    pred = pd.DataFrame(cols)      # built at once: a column at a time fragments the frame
     median = M.ranked(ev.by_series)["median"] if len(ev.by_series) else 0
     median_id = ev.by_series["id"].iloc[median] if len(ev.by_series) else ""
     one = pred[pred["id"] == median_id].drop(columns="id").reset_index(drop=True)
@@ -47,10 +47,10 @@ def tables(ev: Evaluation, store: Store) -> dict[str, pd.DataFrame]:
                for _, r in slices]
         steps[name] = np.nanmean(np.array(per), axis=0) if per else np.zeros(store.horizon)
     nominal = [pct for _, _, pct in central_intervals(ev.taus)]
-    cols = dict.fromkeys(["model", "naive", "ridge", *ev.quantiles])  # what dvc.yaml plots
+    plotted = dict.fromkeys(["model", "naive", "ridge", *ev.quantiles])  # what dvc.yaml plots
     calibration = pd.DataFrame({"nominal": [p / 100 for p in nominal], **{
         name: [ev.metrics[name][f"coverage_{p}"] if name in ev.quantiles else None
-               for p in nominal] for name in cols}})
+               for p in nominal] for name in plotted}})
     return {"predictions": pred, "predictions_plot": one.iloc[-PLOT_ROWS:].reset_index(
         drop=True), "horizon": pd.DataFrame(steps), "calibration": calibration,
         "by_series": ev.by_series}
