@@ -11,7 +11,8 @@ import pytest
 
 SEASON = 150  # the default sine's period: 300 points over two periods
 CONFIG = {"data.n_points": 300, "prepare.horizon": 3, "prepare.transform": "diff",
-          "prepare.val_frac": 0.1, "evaluate.season": SEASON, "train.epochs": 3}
+          "prepare.val_frac": 0.1, "prepare.cal_frac": 0.1, "evaluate.season": SEASON,
+          "train.epochs": 3}
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,7 @@ def test_predictions_match_an_independent_computation(run):
     np.testing.assert_allclose(pred["actual"], v[t], rtol=1e-5)
     np.testing.assert_allclose(pred["naive"], v[t - 1], rtol=1e-5)
     np.testing.assert_allclose(pred["seasonal_naive"], v[t - SEASON], rtol=1e-5)
-    train_levels = v[:int(0.7 * 300)]            # before the validation part (10 %)
+    train_levels = v[:int(0.6 * 300)]  # before the validation and calibration parts (10 % each)
     np.testing.assert_allclose(pred["mean"], train_levels.mean(), rtol=1e-5)
     m = json.loads((run.path / "reports/metrics_detail.json").read_text())
     err = pred["naive"].to_numpy() - pred["actual"].to_numpy()

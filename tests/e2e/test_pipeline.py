@@ -19,6 +19,8 @@ import yaml
 import pytest
 import torch
 
+from conftest import TINY
+
 # Outputs that must come out byte-identical from the same params (dvc.lock covers the rest).
 DETERMINISTIC = ["reports/metrics.json", "reports/metrics_detail.json", "data/raw/series.csv",
                  "data/prepared", "models/model.pt", "data/forecasts.npz",
@@ -72,7 +74,7 @@ def test_repro_runs_every_stage_and_writes_outputs(built):
 
     series = pd.read_csv(p / "data/raw/series.csv")  # one long table, a series of one id
     assert list(series.columns) == ["id", "t", "value", "signal"]
-    assert len(series) == 80 and set(series["id"]) == {"sine"}
+    assert len(series) == TINY["data.n_points"] and set(series["id"]) == {"sine"}
     assert series["value"].notna().all()
 
     assert {f.name for f in (p / "data/prepared").iterdir()} == {
@@ -112,8 +114,9 @@ def test_metrics_json_schema(built):
     metrics = proj.read_json("reports/metrics.json")
     detail = proj.read_json("reports/metrics_detail.json")
     for name in ("model", "naive", "ridge"):
-        assert set(metrics[name]) == {"rmse", "mase", "signal_rmse"}, name
-        for key in ("mse", "rmse", "mae", "r2", "signal_rmse"):
+        assert set(metrics[name]) == {"rmse", "mase", "signal_rmse", "wql", "coverage_80"}, name
+        for key in ("mse", "rmse", "mae", "r2", "signal_rmse", "wql", "msis", "coverage_80",
+                    "coverage_95"):
             assert isinstance(detail[name][key], (int, float)), (name, key)
         assert metrics[name]["rmse"] == detail[name]["rmse"]
     assert metrics["seasonal_naive"] is None  # asked for, no season: shown as n/a

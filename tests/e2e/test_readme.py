@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 
+import numpy as np
 import pandas as pd
 
 from conftest import ROOT
@@ -40,7 +41,10 @@ def test_every_readme_command_works_as_written(project_factory):
         res = proj.run(shlex.split(cmd), timeout=300)
         assert res.returncode == 0, f"{cmd}\n--- stdout\n{res.stdout}\n--- stderr\n{res.stderr}"
     fc = pd.read_csv(proj.path / "forecast.csv")
-    assert list(fc.columns) == ["step", "time", "forecast"] and len(fc) == 20
+    levels = ["q2.5", "q10", "q20", "q30", "q40", "q50", "q60", "q70", "q80", "q90", "q97.5"]
+    assert list(fc.columns) == ["step", "time", "forecast", *levels] and len(fc) == 20
+    q = fc[levels].to_numpy()                          # every step's quantiles, none crossing
+    assert np.isfinite(q).all() and (np.diff(q, axis=1) >= 0).all()
     assert fc["time"].iloc[0] == 100                   # the tiny series has 100 points
     assert (proj.path / "dvc_plots" / "index.html").is_file()
     # the --temp experiments left the workspace as committed

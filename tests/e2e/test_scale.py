@@ -22,10 +22,11 @@ import yaml
 
 from conftest import set_key
 
-# 114 points, window 10, horizon 1, test_frac 0.2: targets 0..90 train, so 81 train windows
+# 114 points, window 10, horizon 1, test_frac 0.2, no calibration part: targets 0..90 train, so 81 train windows
 # (ends 10..90). 81 is odd on purpose: two ranks get 41 and 40 windows, and a mini-batch of 16
 # leaves a last batch of 1.
-BASE = {"data.n_points": 114, "prepare.window": 10, "train.epochs": 5,
+BASE = {"data.n_points": 114, "prepare.window": 10, "prepare.cal_frac": 0,
+        "evaluate.conformal": "none", "train.epochs": 5,
         # no input noise: it draws from a per-rank generator, so with it one process and two
         # would see different inputs and their losses could not be compared
         "train.augment_noise": 0.0, "train.batch_size": 0, "train.device": "cpu"}
@@ -177,8 +178,8 @@ def test_bf16_autocast_reaches_the_forward_pass(scale, monkeypatch, precision, e
             if isinstance(layer, torch.nn.Linear):
                 layer.register_forward_hook(lambda mod, inp, out: seen.add(out.dtype))
         return model
-    from attn_forecast.training import loop
-    monkeypatch.setattr(loop, "build_model", spy_build)
+    from attn_forecast.training import members     # where a member's network is built
+    monkeypatch.setattr(members, "build_model", spy_build)
     run_dir = scale.path / "runs" / f"spy-{precision}"
     params = _write_params(scale, f"runs/spy-{precision}/params.yaml",
                            {"train.precision": precision, "train.epochs": 1})
