@@ -22,9 +22,9 @@ import yaml
 
 from conftest import set_key
 
-# 114 points, window 10, horizon 1, test_frac 0.2, no calibration part: targets 0..90 train, so 81 train windows
-# (ends 10..90). 81 is odd on purpose: two ranks get 41 and 40 windows, and a mini-batch of 16
-# leaves a last batch of 1.
+# 114 points, window 10, horizon 1, test_frac 0.2, no calibration part: targets 0..90 train,
+# so 81 train windows (ends 10..90). 81 is odd on purpose: two ranks get 41 and 40 windows,
+# and a mini-batch of 16 leaves a last batch of 1.
 BASE = {"data.n_points": 114, "prepare.window": 10, "prepare.cal_frac": 0,
         "evaluate.conformal": "none", "train.epochs": 5,
         # no input noise: it draws from a per-rank generator, so with it one process and two
