@@ -25,7 +25,7 @@ def test_an_m3_subset_runs_as_an_experiment(project_factory):
     assert "prepare: 174 series" in out, out
     headline = proj.read_json("reports/metrics.json")
     for name in ("model", "naive2", "theta", "comb", "model+comb", "arima", "ets"):
-        assert set(headline[name]) == {"mase_mean", "smape_mean", "owa", "wql", "coverage_80"}, \
+        assert set(headline[name]) == {"mase_mean", "smape_mean", "owa", "wql"}, \
             name
     assert headline["naive2"]["owa"] == 1.0
     detail = proj.read_json("reports/metrics_detail.json")

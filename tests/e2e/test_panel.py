@@ -44,7 +44,7 @@ def test_synthetic_panel_runs_as_an_experiment_and_forecasts_every_id(project_fa
     metrics = proj.read_json("reports/metrics_detail.json")
     headline = proj.read_json("reports/metrics.json")
     assert metrics["n_series"] == 12 and set(headline["model"]) == {
-        "mase_mean", "smape_mean", "wql", "coverage_80"}
+        "mase_mean", "smape_mean", "wql"}
     for name in ("model", "naive", "seasonal_naive", "mean", "ridge", "ets"):
         assert metrics[name]["mase_mean"] > 0 and metrics[name]["rmse_median"] > 0
 

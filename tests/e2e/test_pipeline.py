@@ -114,7 +114,7 @@ def test_metrics_json_schema(built):
     metrics = proj.read_json("reports/metrics.json")
     detail = proj.read_json("reports/metrics_detail.json")
     for name in ("model", "naive", "ridge"):
-        assert set(metrics[name]) == {"rmse", "mase", "signal_rmse", "wql", "coverage_80"}, name
+        assert set(metrics[name]) == {"rmse", "mase", "signal_rmse", "wql"}, name
         for key in ("mse", "rmse", "mae", "r2", "signal_rmse", "wql", "msis", "coverage_80",
                     "coverage_95"):
             assert isinstance(detail[name][key], (int, float)), (name, key)

@@ -41,7 +41,8 @@ def test_every_readme_command_works_as_written(project_factory):
         res = proj.run(shlex.split(cmd), timeout=300)
         assert res.returncode == 0, f"{cmd}\n--- stdout\n{res.stdout}\n--- stderr\n{res.stderr}"
     fc = pd.read_csv(proj.path / "forecast.csv")
-    levels = ["q2.5", "q10", "q20", "q30", "q40", "q50", "q60", "q70", "q80", "q90", "q97.5"]
+    levels = ["q2.5", "q10", "q20", "q30", "q40", "q60", "q70", "q80", "q90", "q97.5"]  # q50:
+    #                                                  the forecast column
     assert list(fc.columns) == ["step", "time", "forecast", *levels] and len(fc) == 20
     q = fc[levels].to_numpy()                          # every step's quantiles, none crossing
     assert np.isfinite(q).all() and (np.diff(q, axis=1) >= 0).all()

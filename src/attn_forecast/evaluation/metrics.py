@@ -220,9 +220,9 @@ def _none(v):
         (float(v) if isinstance(v, (float, np.floating)) else v)
 
 
-# the intervals' two headline scores; MSIS and the 95 % coverage are in the detail file, so that
-# `dvc exp show --only-changed` fits a terminal
-INTERVAL_HEADLINE = ("wql", "coverage_80")
+# the quantiles' headline score, the one the field ranks by; MSIS and the coverages are in the
+# detail file (and the calibration plot), so that `dvc exp show --only-changed` fits a terminal
+INTERVAL_HEADLINE = ("wql",)
 HEADLINE_ONE = ("rmse", "mase", "signal_rmse", "owa") + INTERVAL_HEADLINE
 HEADLINE_MANY = ("mase_mean", "smape_mean", "owa") + INTERVAL_HEADLINE
 
@@ -230,8 +230,7 @@ HEADLINE_MANY = ("mase_mean", "smape_mean", "owa") + INTERVAL_HEADLINE
 def headline(agg: dict) -> dict:
     """The few scores `dvc exp show` compares runs by: RMSE, MASE (and the signal RMSE of
     synthetic data) for one series; mean MASE and sMAPE over series (and OWA) for many; and
-    WQL and the 80 % interval's coverage (MSIS and the 95 % coverage in the detail). The blend
-    first: the forecast to
+    WQL (MSIS and the intervals' coverage in the detail). The blend first: the forecast to
     use (`dvc exp show` lists the columns in this order)."""
     out = {}
     first = to_use([n for n, m in agg.items() if m])
