@@ -14,7 +14,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from .leaderboard import ALL, BOLD, _cell, _published_aggregate, published, targets
+from .leaderboard import (ALL, BOLD, _cell, _published_aggregate, published, sign_lines,
+                          targets)
 
 BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- /generated -->)", re.S)
 SUBSETS = ("yearly", "quarterly", "monthly", "other")
@@ -90,15 +91,8 @@ def m3_targets(root: Path) -> str:
 
 def m3_sign(root: Path) -> str:
     """The model and model+comb against Theta, series by series (sMAPE, the sign test)."""
-    board = _read(root, "competitions/m3/leaderboard.json")
-    lines = []
-    for s in SUBSETS:
-        for n in BOLD:
-            t = board["sign_test_vs_theta"].get(s, {}).get(n)
-            if t:
-                lines.append(f"- {s}, {n}: better on {t['wins']:,} of {t['n']:,} series "
-                             f"({100 * t['share']:.1f} %), p = {t['p_value']:.2g}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(sign_lines(_read(root, "competitions/m3/leaderboard.json"),
+                                list(SUBSETS))) + "\n"
 
 
 def ensembles(root: Path) -> str:

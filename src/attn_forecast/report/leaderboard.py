@@ -79,12 +79,7 @@ def markdown(board: dict, subsets: list[str], names: list[str], command: str, ho
         lines += [f"- {r['row']}: {r['source']}" for r in smape_rows]
     lines += _probabilistic(board, subsets, names, head, every, fev)
     lines += ["", "Against Theta, series by series (sMAPE; sign test, ties left out):", ""]
-    for s in subsets:
-        for n in BOLD:
-            t = board["sign_test_vs_theta"].get(s, {}).get(n)
-            if t:
-                lines.append(f"- {s}, {n}: better on {t['wins']} of {t['n']} series "
-                             f"({100 * t['share']:.1f} %), p = {t['p_value']:.2g}")
+    lines += sign_lines(board, subsets)
     if test and every:
         lines += ["", "Targets:", ""] + targets(board, subsets, published)
         if test_runs is not None:
@@ -103,6 +98,18 @@ def markdown(board: dict, subsets: list[str], names: list[str], command: str, ho
               "it) by split conformal, each pair of levels per step ahead.", "",
               f"Reproduce: `{command}`", ""]
     return "\n".join(lines)
+
+
+def sign_lines(board: dict, subsets: list[str]) -> list[str]:
+    """The model and model+comb against Theta, series by series: one line each per subset."""
+    lines = []
+    for s in subsets:
+        for n in BOLD:
+            t = board["sign_test_vs_theta"].get(s, {}).get(n)
+            if t:
+                lines.append(f"- {s}, {n}: better on {t['wins']:,} of {t['n']:,} series "
+                             f"({100 * t['share']:.1f} %), p = {t['p_value']:.2g}")
+    return lines
 
 
 def _probabilistic(board: dict, subsets: list[str], names: list[str], head: list[str],
