@@ -5,6 +5,9 @@ The pins of ``attn_forecast.cpu`` replace what the process environment asks for,
 told to use torch's generic kernels (``ATEN_CPU_CAPABILITY=default``, as on a CPU without AVX)
 and one told to use AVX-512 (as on a newer CPU) must write identical checkpoints. Runs on
 x86-64 CPUs with AVX2 and FMA; skipped elsewhere.
+
+And Ctrl-C to a real process while a stage starts (its CPU code paths pinned, its imports under
+way) is one line, not a traceback.
 """
 from __future__ import annotations
 
@@ -55,3 +58,23 @@ def test_checkpoint_does_not_depend_on_the_thread_count(prepared):
     one = _train(prepared, {}, {"train.threads": 1})
     two = _train(prepared, {}, {"train.threads": 2})
     assert one == two
+
+
+def test_ctrl_c_while_a_stage_starts_is_one_line_not_a_traceback():
+    """Ctrl-C while a stage still imports numpy and torch (after cpu.pin, before run_cli):
+    one line, exit 130; once run_cli runs, Ctrl-C is Python's KeyboardInterrupt again."""
+    import subprocess
+    import sys
+    starting = ("import attn_forecast.cpu as c, os, signal, time; c.pin(); "
+                "os.kill(os.getpid(), signal.SIGINT); time.sleep(10)")
+    res = subprocess.run([sys.executable, "-c", starting], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 130
+    assert res.stderr.strip() == "interrupted while starting; nothing written"
+    working = ("import attn_forecast.cpu as c, os, signal, time; c.pin(); "
+               "from attn_forecast.errors import run_cli; "
+               "run_cli(lambda argv: os.kill(os.getpid(), signal.SIGINT) or time.sleep(10))")
+    res = subprocess.run([sys.executable, "-c", working], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 130
+    assert res.stderr.strip() == "interrupted; nothing written"

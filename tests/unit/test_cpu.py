@@ -20,23 +20,3 @@ def test_avx2_machine_has_nothing_wider_to_disable():
 def test_no_pins_where_avx2_kernels_would_not_run():
     assert pins({"sse4_2", "avx"}, "x86_64") == {}      # an old or masked CPU
     assert pins(AVX2 | {"avx512f"}, "aarch64") == {}    # not x86
-
-
-def test_ctrl_c_while_a_stage_starts_is_one_line_not_a_traceback():
-    """Ctrl-C while a stage still imports numpy and torch (after cpu.pin, before run_cli):
-    one line, exit 130; once run_cli runs, Ctrl-C is Python's KeyboardInterrupt again."""
-    import subprocess
-    import sys
-    starting = ("import attn_forecast.cpu as c, os, signal, time; c.pin(); "
-                "os.kill(os.getpid(), signal.SIGINT); time.sleep(10)")
-    res = subprocess.run([sys.executable, "-c", starting], capture_output=True, text=True,
-                         timeout=60)
-    assert res.returncode == 130
-    assert res.stderr.strip() == "interrupted while starting; nothing written"
-    working = ("import attn_forecast.cpu as c, os, signal, time; c.pin(); "
-               "from attn_forecast.errors import run_cli; "
-               "run_cli(lambda argv: os.kill(os.getpid(), signal.SIGINT) or time.sleep(10))")
-    res = subprocess.run([sys.executable, "-c", working], capture_output=True, text=True,
-                         timeout=60)
-    assert res.returncode == 130
-    assert res.stderr.strip() == "interrupted; nothing written"

@@ -1,6 +1,6 @@
-"""Unit tests for attn_forecast.intervals (and the model's quantile head and loss): the
-pinball loss and interval scores by hand, CRPS against the Gaussian closed form, and
-split-conformal calibration per step ahead, pooled over series in units of each series."""
+"""Unit tests for attn_forecast.evaluation.intervals (and the model's quantile head): the
+pinball loss and interval scores by hand, CRPS against the Gaussian closed form, WQL and MSIS,
+and split-conformal calibration per step ahead, pooled over series in units of each series."""
 from __future__ import annotations
 
 import math
@@ -32,17 +32,6 @@ def test_pinball_by_hand():
     assert Q.crps(y, q, TAUS) == pytest.approx(2 * (0.05 + 0.25 + 0.2) / 3)
     # the median's pinball loss is half the absolute error
     assert Q.pinball(np.array([[2.0]]), np.array([[[5.0]]]), [0.5]) == pytest.approx(1.5)
-
-
-@pytest.mark.usefixtures("one_torch_thread")
-def test_the_training_loss_is_the_same_pinball_loss():
-    import torch
-
-    from attn_forecast.training.losses import PinballLoss
-    y = np.array([[1.0]])
-    q = np.array([[[0.5, 1.5, 3.0]]])
-    loss = PinballLoss(list(TAUS))(torch.tensor(q), torch.tensor(y))
-    assert float(loss) == pytest.approx((0.05 + 0.25 + 0.2) / 3)
 
 
 @pytest.mark.usefixtures("one_torch_thread")
@@ -225,7 +214,7 @@ def test_a_series_1000_times_larger_gets_a_margin_1000_times_larger():
     np.testing.assert_allclose(got[0, :, 2], 0.1 + m, rtol=1e-12)
 
 
-# ---------------------------------------------------------------- WQL, MSIS, coverage, at_levels
+# ---------------------------------------------------------------- WQL, MSIS, coverage
 # (independent checks: every expected value is written out by hand or computed in the test
 # from the definitions, never by the function under test)
 NINE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -337,47 +326,6 @@ def test_the_exact_normal_quantiles_cover_at_their_nominal_levels_and_score_best
     assert Q.interval_scores(y, narrow, ELEVEN)["coverage_80"] < 0.6
 
 
-def test_at_levels_is_exact_at_known_levels_and_monotone_on_random_inputs():
-    from attn_forecast.forecasters.protocol import at_levels
-    rng = np.random.default_rng(7)
-    q = np.sort(rng.normal(size=(50, 3, 9)) * rng.uniform(0.1, 10, size=(50, 3, 1)), axis=-1)
-    want = (0.01, 0.025, 0.05, 0.1, 0.15, 0.5, 0.55, 0.9, 0.95, 0.975, 0.99)
-    got = at_levels(q, NINE, want)
-    assert got.shape == (50, 3, len(want))
-    assert (np.diff(got, axis=-1) >= 0).all()
-    # exact at the known levels
-    np.testing.assert_allclose(got[..., 3], q[..., 0], rtol=0, atol=1e-12)
-    np.testing.assert_allclose(got[..., 5], q[..., 4], rtol=0, atol=1e-12)
-    np.testing.assert_allclose(got[..., 7], q[..., 8], rtol=0, atol=1e-12)
-    np.testing.assert_allclose(at_levels(q, NINE, (0.1, 0.5, 0.9)), q[..., [0, 4, 8]],
-                               rtol=0, atol=1e-12)
-    # between two known levels, linear in the normal score: 0.55 between 0.5 and 0.6
-    z = norm.ppf
-    frac = (z(0.55) - z(0.5)) / (z(0.6) - z(0.5))
-    np.testing.assert_allclose(got[..., 6], q[..., 4] + frac * (q[..., 5] - q[..., 4]),
-                               rtol=1e-10, atol=1e-10)
-    # past the outermost, along the line through the two nearest (0.1 and 0.2; 0.8 and 0.9)
-    lo = (z(0.025) - z(0.1)) / (z(0.2) - z(0.1))
-    np.testing.assert_allclose(got[..., 1], q[..., 0] + lo * (q[..., 1] - q[..., 0]),
-                               rtol=1e-10, atol=1e-10)
-    hi = (z(0.975) - z(0.8)) / (z(0.9) - z(0.8))
-    np.testing.assert_allclose(got[..., 9], q[..., 7] + hi * (q[..., 8] - q[..., 7]),
-                               rtol=1e-10, atol=1e-10)
-
-
-def test_at_levels_recovers_a_normals_tails_from_its_nine_quantiles():
-    """A normal's quantiles are mu + sigma z: exactly linear in the normal score, so the
-    0.025 and 0.975 levels extrapolated from the nine are the normal's own."""
-    from attn_forecast.forecasters.protocol import at_levels
-    mu = np.array([[0.0], [10.0], [-3.0]])
-    sd = np.array([[1.0], [2.5], [0.1]])
-    q = mu[..., None] + sd[..., None] * norm.ppf(NINE)
-    got = at_levels(q, NINE, ELEVEN)
-    want = mu[..., None] + sd[..., None] * norm.ppf(ELEVEN)
-    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(got[..., 0], mu + sd * -1.959963984540054, rtol=1e-9)
-
-
 def test_margins_by_hand_on_a_tiny_calibration_set():
     """Levels 0.025, 0.1, 0.5, 0.9, 0.975; nine calibration windows of one step, intervals
     [-2, 2] (95 %) and [-1, 1] (80 %) around 0, in units of each window (unit 1 except the
@@ -417,12 +365,3 @@ def test_widened_quantiles_never_cross_whatever_the_margins():
     np.testing.assert_allclose(got[..., 0], q[..., 0] - 2.0)
     np.testing.assert_allclose(got[..., 10], q[..., 10] + 2.0)
     np.testing.assert_allclose(got[..., 1:10], q[..., 1:10])
-
-
-def test_level_names_and_central_pairs_of_the_eleven_levels():
-    from attn_forecast.forecasters.protocol import level_name
-    assert [level_name(t) for t in (0.025, 0.1, 0.5, 0.9, 0.975)] == \
-        ["q2.5", "q10", "q50", "q90", "q97.5"]
-    assert [pct for _, _, pct in central_intervals(ELEVEN)] == [95, 80, 60, 40, 20]
-    assert central_intervals(ELEVEN)[0] == (0, 10, 95) and central_intervals(ELEVEN)[1] == \
-        (1, 9, 80)

@@ -1,19 +1,14 @@
-"""The search's pieces without DVC: the search file checked line by line (against the params
-schema too), each key's range sampled by Optuna, a trial's -S arguments, the trial's params
-file, the hook that reports a trial's training by optimizer step and prunes it, the journal's
-heartbeats, the study's own search space, and the driver's loop run with a stand-in for `dvc`
-(a crashing trial, the (k/N) count, the table of trials, Ctrl-C's end of a trial's run)."""
+"""The search's pieces in attn_forecast.pipeline.tuning, without DVC: the search file checked
+line by line (against the params schema too), each key's range sampled by Optuna, the trial's
+params file, the hook that reports a trial's training by optimizer step and prunes it, the
+journal's heartbeats and storage, and the trial stage's holdout. (The driver, search.py:
+tests/unit/test_search.py, and with real processes tests/e2e/test_search_processes.py.)"""
 from __future__ import annotations
 
-import csv
 import importlib.util
 import json
 import os
-import re
 import signal
-import subprocess
-import sys
-import textwrap
 import time
 import warnings
 from pathlib import Path
@@ -27,23 +22,11 @@ from attn_forecast.errors import ParamsError, UserInputError
 from attn_forecast import search
 from attn_forecast.pipeline import tuning
 from conftest import ROOT
+from unit.pipeline.helpers import GOOD, _write
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 Trial = optuna.trial.TrialState
 pytestmark = pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed")
-
-GOOD = {"study": "s", "storage": "study.journal", "trials": 4, "pipeline": "p/dvc.yaml",
-        "params": "p/params.yaml", "metric": {"file": "p/score.json", "key": "smape"},
-        "space": {"train.lr": {"low": 0.0001, "high": 0.01, "log": True},
-                  "model.d_model": {"choices": [16, 32]},
-                  "model.n_layers": {"low": 1, "high": 3},
-                  "model.dropout": {"low": 0.0, "high": 0.2, "step": 0.1}}}
-
-
-def _write(tmp_path: Path, raw: dict) -> Path:
-    path = tmp_path / "space.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    return path
 
 
 def test_the_projects_search_file_reads():
@@ -54,6 +37,7 @@ def test_the_projects_search_file_reads():
     subset, over = tuning.trial_params(ROOT / s.params)
     # committed: the competition's own settings, one model (a search compares single models)
     assert subset == "monthly" and over == {"train": {"ensemble": 1}}
+
 
 
 @pytest.mark.parametrize("change, words", [
@@ -124,18 +108,6 @@ def test_suggest_draws_each_key_in_its_range_and_kind():
         study.tell(t, 1.0)
     # what the trials drew from is the space, as a study keeps it
     assert study.trials[0].distributions == spec
-
-
-def test_a_trials_settings_are_set_keys_dvc_reads_back_exactly(tmp_path):
-    s = tuning.read_space(_write(tmp_path, GOOD))
-    args = search.overrides(s, {"train.lr": 0.0012345678901234567, "model.d_model": 16,
-                                "model.instance_norm": "revin", "model.residual": True})
-    assert args[0].startswith("p/params.yaml:++train.lr=")
-    for a in args:
-        key, _, value = a.partition("=")
-        assert key.startswith("p/params.yaml:++")
-    values = [yaml.safe_load(a.partition("=")[2]) for a in args]
-    assert values == [0.0012345678901234567, 16, "revin", True]
 
 
 def test_the_trial_params_file_is_checked(tmp_path):
@@ -285,39 +257,6 @@ def test_the_step_plan_is_the_training_loops(monkeypatch):
         assert seen[-1][0] == budget, (batch, seen)
 
 
-def test_a_dead_workers_journal_trial_is_run_again_once_its_heartbeat_is_old(tmp_path,
-                                                                            monkeypatch):
-    """A worker killed outright (SIGKILL) leaves its trial running in the journal. It counts as
-    taken while its heartbeat is fresh; once 3 heartbeats old, the next worker fails it and
-    queues its settings again, which it then runs."""
-    journal = str(tmp_path / "study.journal")
-    space = tuning.read_space(_write(tmp_path, {**GOOD, "storage": journal, "trials": 1}))
-    dead = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
-        import os, signal
-        from attn_forecast import search
-        from attn_forecast.pipeline import tuning
-        space = tuning.read_space({str(tmp_path / 'space.yaml')!r})
-        study = search.make_study(space, {journal!r})
-        trial = study.ask()
-        tuning.suggest(trial, space.space)
-        study._storage.record_heartbeat(trial._trial_id)
-        os.kill(os.getpid(), signal.SIGKILL)""")], capture_output=True, text=True)
-    assert dead.returncode == -signal.SIGKILL, dead.stderr
-    study = search.make_study(space, journal)
-    assert [t.state for t in study.trials] == [Trial.RUNNING]
-    with tuning.quiet():
-        optuna.storages.fail_stale_trials(study)
-    assert search.count(study, *search.TAKEN) == 1           # fresh: a live worker's, maybe
-    later = time.time() + 3 * tuning.HEARTBEAT_S + 1
-    monkeypatch.setattr(tuning, "time", SimpleNamespace(time=lambda: later))
-    root = _repo(tmp_path)
-    _fake_dvc(monkeypatch, tmp_path)
-    assert search.tune(space, root) == 1
-    trials = optuna.load_study(study_name="s", storage=tuning.open_storage(journal)).trials
-    assert [t.state for t in trials] == [Trial.FAIL, Trial.COMPLETE]
-    assert trials[1].params == trials[0].params
-
-
 def test_a_retried_trial_is_not_stale_by_its_first_runs_heartbeat(tmp_path, monkeypatch):
     """The retry of a stale trial carries the first run's last beat; once a worker takes it,
     it is as fresh as its start."""
@@ -338,180 +277,6 @@ def test_a_retried_trial_is_not_stale_by_its_first_runs_heartbeat(tmp_path, monk
     assert retry.params == first.params
 
 
-def _repo(tmp_path: Path) -> Path:
-    """A git repository with one commit (a trial's experiments are of a commit)."""
-    root = tmp_path / "repo"
-    (root / "p").mkdir(parents=True)
-    (root / "p" / "params.yaml").write_text("subset: other\n")
-    (root / "p" / "dvc.yaml").write_text(
-        "stages:\n  trial:\n    cmd: x\n    metrics: [{score.json: {cache: false}}]\n")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "x"]):
-        subprocess.run(cmd, cwd=root, check=True, env=env)
-    return root
-
-
-def _fake_dvc(monkeypatch, tmp_path: Path, crash: str = "") -> None:
-    """`dvc` stood in for by a script: the experiment named ``crash`` fails with a bug of its
-    stage's; every other one is saved with sMAPE = its trial number."""
-    fake = tmp_path / "fake_dvc.py"
-    fake.write_text(textwrap.dedent(f"""
-        import sys
-        name = sys.argv[sys.argv.index("-n") + 1]
-        print("Running stage 'trial':")
-        if name == {crash!r}:
-            print("Traceback (most recent call last):")
-            print("RuntimeError: the stage's own bug")
-            print("ERROR: failed to reproduce 'trial': exited with 1")
-            sys.exit(1)"""))
-    monkeypatch.setattr(search, "DVC", [sys.executable, str(fake)])
-    monkeypatch.setattr(search, "experiment_metric", lambda root, name, space, base: {
-        "smape": float(name.rsplit("-", 1)[1]), "pruned": False})
-
-
-def test_the_loop_records_a_crash_and_goes_on_counts_every_workers_trials_and_writes_the_table(
-        tmp_path, monkeypatch, capsys):
-    """A study of 4 trials whose trial 0 another worker runs (alive); here trial 1 crashes
-    inside `dvc exp run` (its reason kept, on the progress output and in the table), and the
-    study goes on. Each line's (k/N) counts the study's finished trials, every worker's. The
-    table lists every trial. No Optuna ExperimentalWarning on the way. The help names the
-    command the trial ran."""
-    root = _repo(tmp_path)
-    space = tuning.read_space(_write(root, {**GOOD, "storage": str(tmp_path / "j.journal")}))
-    space.path = Path("space.yaml")
-    other = search.make_study(space, str(tmp_path / "j.journal")).ask()   # another worker's
-    tuning.suggest(other, space.space)
-    _fake_dvc(monkeypatch, tmp_path, crash="s-001")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert search.tune(space, root) == 3
-    out = capsys.readouterr()
-    assert not [w for w in caught if issubclass(w.category,
-                                                optuna.exceptions.ExperimentalWarning)]
-    assert "trial 1 failed: dvc exp run exited 1: RuntimeError: the stage's own bug" in out.err
-    assert re.findall(r"trial (\d) \((\d)/4 done\)", out.out) == [("2", "1"), ("3", "2"),
-                                                                 ("4", "3")]
-    study = optuna.load_study(study_name="s", storage=tuning.open_storage(
-        str(tmp_path / "j.journal")))
-    assert study.trials[1].state == Trial.FAIL
-    assert study.trials[1].user_attrs["fail_reason"] == "RuntimeError: the stage's own bug"
-    rows = list(csv.DictReader(open(root / "trials.csv")))
-    assert [(r["number"], r["state"], r["experiment"]) for r in rows] == [
-        ("0", "running", ""), ("1", "fail", "s-001"), ("2", "complete", "s-002"),
-        ("3", "complete", "s-003"), ("4", "complete", "s-004")]
-    assert rows[1]["note"] == "RuntimeError: the stage's own bug" and rows[2]["value"] == "2.0"
-    assert float(rows[3]["train.lr"]) == study.trials[3].params["train.lr"]
-    # the help's command is the one the trial ran
-    with pytest.raises(SystemExit):
-        search.main(["--help"])
-    shown = next(ln.strip() for ln in capsys.readouterr().out.splitlines() if "dvc exp" in ln)
-    pattern = re.escape(shown).replace(re.escape("<value> ..."), r"\S+( -S \S+)*")
-    ran = (root / "logs" / "s-002.log").read_text().splitlines()[0].removeprefix("$ ")
-    assert re.fullmatch(re.sub(r"<[^>]+>", r"\\S+", pattern), ran), (shown, ran)
-
-
-def test_a_study_is_never_resumed_with_another_search_space(tmp_path):
-    """A study created with one space (or, older, whose trials drew from it) refuses another:
-    one line naming the study, its storage, what differs and how to start anew, and the
-    storage unchanged."""
-    journal = str(tmp_path / "study.journal")
-    space = tuning.read_space(_write(tmp_path, {**GOOD, "storage": journal}))
-    study = search.make_study(space, journal)
-    tuning.suggest(t := study.ask(), space.space)
-    study.tell(t, 1.0)
-    other = dict(GOOD["space"], **{"model.n_heads": {"choices": [2, 4]},
-                                   "train.lr": {"low": 0.001, "high": 0.1, "log": True}})
-    del other["model.dropout"]
-    before = Path(journal).read_bytes()
-    for change, differs in (({"space": other}, "added model.n_heads, removed model.dropout, "
-                                               "changed train.lr"),
-                            ({"direction": "maximize"}, "direction minimize")):
-        changed = tuning.read_space(_write(tmp_path, {**GOOD, **change}))
-        with pytest.raises(UserInputError) as err:
-            search.make_study(changed, journal)
-        assert str(err.value) == (
-            f"{tmp_path / 'space.yaml'}: study s in {journal} was run with another search "
-            f"({differs}); keep its space, or name a new study (study: s-2 in "
-            f"{tmp_path / 'space.yaml'}) or another storage (--storage)")
-    assert Path(journal).read_bytes() == before
-    # an older study, without the space it was created with: its trials' ranges say it
-    old = str(tmp_path / "old.journal")
-    plain = optuna.create_study(study_name="s", storage=tuning.open_storage(old))
-    tuning.suggest(t := plain.ask(), space.space)
-    plain.tell(t, 1.0)
-    with pytest.raises(UserInputError, match="added model.n_heads, removed model.dropout, "
-                                             "changed train.lr"):
-        search.make_study(tuning.read_space(_write(tmp_path, {**GOOD, "space": other})), old)
-    assert search.make_study(space, old).user_attrs[search.SPACE_ATTR]   # the same: joined
-
-
-def test_a_new_study_refused_for_another_space_names_the_keys(tmp_path):
-    journal = str(tmp_path / "study.journal")
-    search.make_study(tuning.read_space(_write(tmp_path, {**GOOD, "storage": journal})),
-                      journal)
-    other = dict(GOOD["space"], **{"model.n_heads": {"choices": [2, 4]}})
-    with pytest.raises(UserInputError, match=r"another search \(added model.n_heads\); keep its "
-                                             r"space, or name a new study \(study: s-2 in "):
-        search.make_study(tuning.read_space(_write(tmp_path, {**GOOD, "space": other})),
-                          journal)
-
-
-def test_ctrl_c_ends_the_trials_whole_process_group(tmp_path):
-    """Like `dvc exp run`, the group's leader ignores Ctrl-C while its stage runs: the stage
-    gets it (and stops), or, if it ignores it too, SIGKILL ends both after the grace time."""
-    for stage_ignores in (False, True):
-        pids = tmp_path / f"pids{stage_ignores}"
-        stage = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN)"
-                 if stage_ignores else "import time") + "; time.sleep(60)"
-        leader = textwrap.dedent(f"""
-            import os, signal, subprocess, sys
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            child = subprocess.Popen([sys.executable, "-c", {stage!r}])
-            open({str(pids)!r}, "w").write(f"{{os.getpid()}} {{child.pid}}")
-            sys.exit(child.wait())""")
-        proc = subprocess.Popen([sys.executable, "-c", leader], start_new_session=True)
-        while not (pids.exists() and pids.read_text()):
-            time.sleep(0.05)
-        time.sleep(0.3)
-        search.end_group(proc, grace=1.0)
-        deadline = time.time() + 10                 # a killed process is gone soon after
-        while time.time() < deadline and [p for p in map(int, pids.read_text().split())
-                                          if _running(p)]:
-            time.sleep(0.05)
-        assert not [p for p in map(int, pids.read_text().split()) if _running(p)], stage_ignores
-
-
-def _running(pid: int) -> bool:
-    try:
-        return "(zombie)" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-
-
-def test_ctrl_c_keeps_a_trial_whose_experiment_was_saved_or_queues_it_again(tmp_path,
-                                                                            monkeypatch):
-    journal = str(tmp_path / "study.journal")
-    space = tuning.read_space(_write(tmp_path, {**GOOD, "storage": journal}))
-    study = search.make_study(space, journal)
-    saved, lost = study.ask(), study.ask()
-    for t in (saved, lost):
-        tuning.suggest(t, space.space)
-        t.set_user_attr("experiment", f"s-{t.number:03d}")
-
-    def metric(root, name, space, base):
-        if name != "s-000":
-            raise UserInputError(f"experiment {name} was not saved with p/score.json")
-        return {"smape": 3.0}
-    monkeypatch.setattr(search, "experiment_metric", metric)
-    assert search.settle(tmp_path, space, study, saved, "ab12") == \
-        "its experiment s-000 had finished: it is kept"
-    assert search.settle(tmp_path, space, study, lost, "ab12") == "it is queued again"
-    trials = study.trials
-    assert [t.state for t in trials] == [Trial.COMPLETE, Trial.FAIL, Trial.WAITING]
-    assert trials[0].value == 3.0 and trials[2].system_attrs["fixed_params"] == trials[1].params
-
-
 @pytest.mark.parametrize("what", ["folder", "under a file", "unwritable"])
 def test_a_journal_that_cannot_be_made_is_one_line(tmp_path, what):
     (tmp_path / "f").write_text("")
@@ -521,34 +286,6 @@ def test_a_journal_that_cannot_be_made_is_one_line(tmp_path, what):
         tuning.open_storage(str(where), "--storage")
     assert str(err.value).startswith("--storage: ") and str(where) in str(err.value)
     assert "\n" not in str(err.value)
-
-
-def test_the_search_files_outputs_are_checked_before_any_trial(tmp_path):
-    root = _repo(tmp_path)
-    (root / "f").write_text("")
-    for change, words in (({"metric": {"file": "p/other.json", "key": "smape"}},
-                           "metric.file p/other.json is not an output of p/dvc.yaml (its "
-                           "outputs: p/score.json)"),
-                          ({"best": "f/best.yaml"}, "best: cannot create f"),
-                          ({"table": "p"}, "table: cannot write p (a folder"),
-                          ({"table": "/proc/self/trials.csv"}, "table: cannot")):
-        space = tuning.read_space(_write(root, {**GOOD, **change}))
-        with pytest.raises(UserInputError) as err:
-            search.check_outputs(root, space)
-        assert words in str(err.value) and "\n" not in str(err.value), change
-    search.check_outputs(root, tuning.read_space(_write(root, GOOD)))
-
-
-@pytest.mark.parametrize("argv, words", [
-    (["--trials", "x"], "argument --trials: invalid int value: 'x'"),
-    (["--trails", "3"], "unrecognized arguments: --trails 3"),
-    (["--trials", "0"], "--trials must be >= 1, got 0"),
-    (["--storage", ""], "--storage must name a journal file or a storage URL"),
-])
-def test_a_bad_flag_is_one_line(argv, words):
-    with pytest.raises(UserInputError) as err:
-        search.main(argv)
-    assert words in str(err.value) and "\n" not in str(err.value)
 
 
 def test_the_trial_forces_the_validation_holdout(tmp_path, monkeypatch):
@@ -606,22 +343,3 @@ def test_opening_a_database_storage_warns_nothing(tmp_path):
         tuning.open_storage(f"sqlite:///{tmp_path}/study.db")
     assert not [w for w in caught if issubclass(w.category,
                                                 optuna.exceptions.ExperimentalWarning)]
-
-
-def test_the_best_trial_is_written_as_the_trial_params_file(tmp_path):
-    (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "params.yaml").write_text("subset: monthly\nmodel: {d_model: 8}\n"
-                                                "train: {}\n")
-    s = tuning.read_space(_write(tmp_path, {**GOOD, "best": "p/best.yaml",
-                                            "apply": "c/dvc.yaml@c/params.yaml:monthly"}))
-    study = optuna.create_study()
-    for value in (3.0, 2.0):
-        t = study.ask({"train.lr": optuna.distributions.FloatDistribution(0.0001, 0.01)})
-        t.set_user_attr("experiment", f"s-{t.number:03d}")
-        study.tell(t, value)
-    line = search.write_best(tmp_path, s, study)
-    best = yaml.safe_load((tmp_path / "p" / "best.yaml").read_text())
-    assert best["subset"] == "monthly" and best["model"] == {"d_model": 8}
-    assert best["train"]["lr"] == study.best_trial.params["train.lr"]
-    assert "dvc exp apply s-001" in line
-    assert "dvc exp run c/dvc.yaml -S 'c/params.yaml:++monthly.train.lr=" in line
