@@ -38,19 +38,22 @@ def read_yaml(path: str | Path) -> Any:
         raise ParamsError(f"{path}: not valid YAML{where}") from None
 
 
-def profile(raw: dict, root: str | Path = ".") -> dict:
+def profile(raw: dict, root: str | Path = ".", competition_file: str | Path | None = None
+            ) -> dict:
     """The profile ``auto`` resolves by for raw params: ``{"profile": name, "values": {key:
     value}}`` (of the data section, validated first; a competition's from the competition
-    pipeline's params, checked first)."""
+    pipeline's params, checked first: ``competition_file``, by default the project's
+    competitions/params.yaml under ``root``)."""
     data = raw.get("data", {})
     try:
         d = DataParams.model_validate(data if isinstance(data, dict) else {})
     except ValidationError as err:
         raise ParamsError(one_line(_located(err, "data"))) from None
-    path = Path(root) / COMPETITION_PARAMS
+    path = Path(competition_file or Path(root) / COMPETITION_PARAMS)
     if d.kind == "competition" and path.is_file():
-        check_competition_file(COMPETITION_PARAMS, read_yaml(path) or {}, d.competition)
-    return values(data if isinstance(data, dict) else {}, root)
+        check_competition_file(competition_file or COMPETITION_PARAMS, read_yaml(path) or {},
+                               d.competition)
+    return values(data if isinstance(data, dict) else {}, root, path)
 
 
 def _located(err: ValidationError, section: str) -> ValidationError:

@@ -55,24 +55,27 @@ def flat(sections: dict) -> dict[str, Any]:
             if isinstance(keys, dict) for k, v in keys.items()}
 
 
-def competition_settings(root: str | Path, subset: str) -> dict[str, Any]:
-    """A subset's settings in the competition pipeline's params (``all``, then the subset's
-    own section), as dotted keys; none without that file."""
-    path = Path(root) / COMPETITION_PARAMS
+def competition_settings(path: str | Path, subset: str) -> dict[str, Any]:
+    """A subset's settings in the competition pipeline's params file ``path`` (``all``, then
+    the subset's own section), as dotted keys; none without that file."""
+    path = Path(path)
     if not path.is_file():
         return {}
     raw = yaml.safe_load(path.read_text()) or {}
     return {**flat(raw.get("all")), **flat(raw.get(subset))}
 
 
-def values(data: dict, root: str | Path = ".") -> dict[str, Any]:
+def values(data: dict, root: str | Path = ".", competition_file: str | Path | None = None
+           ) -> dict[str, Any]:
     """``key -> value`` of every key the profile of ``data`` (the raw ``data`` section)
-    chooses."""
+    chooses; a competition's from ``competition_file`` (by default the project's
+    competitions/params.yaml under ``root``)."""
     kind = data.get("kind", default("data.kind"))
     name = profile_of(kind)
     out = dict(profiles()[name])
     if name == "competition":
-        out.update(competition_settings(root, data.get("subset", default("data.subset"))))
+        out.update(competition_settings(competition_file or Path(root) / COMPETITION_PARAMS,
+                                        data.get("subset", default("data.subset"))))
     return {"profile": name, "values": out}
 
 

@@ -37,7 +37,7 @@ def subset_params(path: str | Path, subset: str, overrides: dict | None = None,
                     "subset": subset, "holdout": holdout or c.get("holdout", "test")}}
     raw.update({k: dict(v) for k, v in (overrides or {}).items() if k != "data"})
     root = path.resolve().parent.parent          # the project: competitions/ lies in it
-    prof = profile(raw, root)
+    prof = profile(raw, root, path)               # the settings: of this file, wherever it is
     try:
         return resolved(raw, root, prof)[0], prof
     except ParamsError as err:   # a rule across keys: of this file's settings of the subset

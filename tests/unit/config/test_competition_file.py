@@ -38,3 +38,29 @@ def test_a_wrong_value_names_this_file_and_its_key(change, expect):
     assert not line.startswith("params.yaml"), line
     for text in expect:
         assert text in line, line
+
+
+@pytest.mark.parametrize("where", ["elsewhere/m3.yaml", "competitions/params.yaml"])
+def test_a_stage_takes_its_settings_from_the_file_it_is_given(tmp_path, where):
+    """`--params FILE` of a competition stage: FILE's settings, wherever FILE lies (not those
+    of the project's competitions/params.yaml beside or above it)."""
+    from attn_forecast.pipeline.competition import subset_params
+    c = committed()
+    c["all"]["train"]["seed"] = 1000
+    c["other"]["prepare"]["window"] = 64
+    path = tmp_path / where
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(c))
+    p, prof = subset_params(path, "other")
+    assert (p.train.seed, p.prepare.window, p.model.d_model) == (1000, 64, 32)
+    assert prof["values"]["prepare.window"] == 64
+
+
+def test_a_bad_file_given_elsewhere_is_named(tmp_path):
+    from attn_forecast.pipeline.competition import subset_params
+    c = committed()
+    c["other"]["train"] = {"lr": -1}
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(c))
+    with pytest.raises(ParamsError, match="mine.yaml"):
+        subset_params(path, "other")

@@ -52,10 +52,10 @@ def test_the_schema_defaults_are_the_params_file_values():
     from attn_forecast.config.profiles import profiles
     in_file = yaml.safe_load((REPO / "params.yaml").read_text())
     defaults = Params().model_dump()
-    from attn_forecast.config.profiles import competition_settings
+    from attn_forecast.config.profiles import COMPETITION_PARAMS, competition_settings
     chooses = {k for prof in profiles().values() for k in prof} | {
         k for s in ("yearly", "quarterly", "monthly", "other")
-        for k in competition_settings(REPO, s)}
+        for k in competition_settings(REPO / COMPETITION_PARAMS, s)}
     assert set(in_file) == set(defaults)
     for section, values in in_file.items():
         assert set(values) == set(defaults[section]), section
@@ -246,11 +246,11 @@ def test_every_competition_setting_is_auto_in_params_yaml_so_a_user_run_takes_it
     """`dvc exp run -S data.kind=competition -S data.subset=monthly` on params.yaml runs what
     the competition pipeline runs: every key its settings name is auto in params.yaml."""
     from attn_forecast.config.load import parse_params
-    from attn_forecast.config.profiles import competition_settings
+    from attn_forecast.config.profiles import COMPETITION_PARAMS, competition_settings
     from attn_forecast.pipeline.competition import subset_params
     in_file = yaml.safe_load((REPO / "params.yaml").read_text())
     for subset in ("yearly", "quarterly", "monthly", "other"):
-        for key in competition_settings(REPO, subset):
+        for key in competition_settings(REPO / COMPETITION_PARAMS, subset):
             section, name = key.split(".")
             assert in_file[section][name] == "auto", key
         user = parse_params({**in_file, "data": {**in_file["data"], "kind": "competition",
