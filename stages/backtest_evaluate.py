@@ -9,22 +9,21 @@ for one series, mean MASE for many) for ``dvc plots``. Off: both say so (``n_fol
 """
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import sys
+from pathlib import Path
 
-import pandas as pd  # noqa: E402
-from attn_forecast.config.load import load_params  # noqa: E402
-from attn_forecast.data.store_io import load, profile  # noqa: E402
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.io import CSV_DIGITS, read_json, rounded, write_csv, write_json  # noqa: E402
-from attn_forecast.pipeline.backtest import score_folds  # noqa: E402
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+
+import pandas as pd  # (after the pin)
+
+from attn_forecast.config.load import load_params
+from attn_forecast.data.store_io import load, profile
+from attn_forecast.io import CSV_DIGITS, read_json, rounded, write_csv, write_json
+from attn_forecast.pipeline.backtest import score_folds
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -50,4 +49,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

@@ -10,23 +10,21 @@ in parallel worker processes (``backtest.jobs``). Off (``folds: 0``): an empty i
 """
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-import multiprocessing  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from concurrent.futures import ProcessPoolExecutor  # noqa: E402
-from pathlib import Path  # noqa: E402
-from attn_forecast.config.load import load_params  # noqa: E402
-from attn_forecast.data.store_io import profile  # noqa: E402
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.io import read_json, write_json  # noqa: E402
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
-from attn_forecast.pipeline.forecasting import taus  # noqa: E402
+import argparse
+import multiprocessing
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+from attn_forecast.config.load import load_params
+from attn_forecast.data.store_io import profile
+from attn_forecast.io import read_json, write_json
+from attn_forecast.pipeline.forecasting import taus
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -68,4 +66,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

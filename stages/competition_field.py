@@ -7,21 +7,18 @@ It reads only the field's settings and code: a change of the model's never refit
 """
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
+import argparse
+import sys
+import time
 
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.forecasters.saved import save  # noqa: E402
-from attn_forecast.pipeline.competition import (field_store, statistical_field,  # noqa: E402
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+from attn_forecast.forecasters.saved import save
+from attn_forecast.pipeline.competition import (field_store, statistical_field,
                                                 subset_params)
-from attn_forecast.pipeline.forecasting import check_data  # noqa: E402
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+from attn_forecast.pipeline.forecasting import check_data
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", required=True, help="the competition pipeline's params")
@@ -43,4 +40,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

@@ -9,27 +9,24 @@ its Markdown tables with the published figures (competitions/published/) beside.
 """
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import sys
+from pathlib import Path
 
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.forecasters import saved  # noqa: E402
-from attn_forecast.io import rounded, write_json, write_text  # noqa: E402
-from attn_forecast.forecasters.saved import merge  # noqa: E402
-from attn_forecast.pipeline import leaderboard as L  # noqa: E402
-from attn_forecast.pipeline.competition import (SUBSETS, field_store, model_store,  # noqa: E402
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+from attn_forecast.forecasters import saved
+from attn_forecast.io import rounded, write_json, write_text
+from attn_forecast.forecasters.saved import merge
+from attn_forecast.pipeline import leaderboard as L
+from attn_forecast.pipeline.competition import (SUBSETS, field_store, model_store,
                                                 subset_params)
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
-from attn_forecast.report.leaderboard import markdown, test_runs  # noqa: E402
+from attn_forecast.report.leaderboard import markdown, test_runs
 
 ROWS = ["model", "model+comb", "zeroshot", "comb", "m4_comb", "theta", "dot", "ets", "ces",
         "arima", "ses", "naive2", "naive", "seasonal_naive"]
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", required=True, help="the competition pipeline's params")
@@ -75,4 +72,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

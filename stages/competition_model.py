@@ -7,23 +7,20 @@ out: the model's forecasts (a ForecastSet npz, committed). The same run as
 """
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-import time  # noqa: E402
+import argparse
+import time
 
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.forecasters.neural import ModelForecaster  # noqa: E402
-from attn_forecast.forecasters.run import run  # noqa: E402
-from attn_forecast.forecasters.saved import save  # noqa: E402
-from attn_forecast.pipeline import model as pm  # noqa: E402
-from attn_forecast.pipeline.competition import model_store, subset_params  # noqa: E402
-from attn_forecast.pipeline.forecasting import check_data, parts, taus  # noqa: E402
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
-from attn_forecast.training.distributed import Distributed  # noqa: E402
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+from attn_forecast.forecasters.neural import ModelForecaster
+from attn_forecast.forecasters.run import run
+from attn_forecast.forecasters.saved import save
+from attn_forecast.pipeline import model as pm
+from attn_forecast.pipeline.competition import model_store, subset_params
+from attn_forecast.pipeline.forecasting import check_data, parts, taus
+from attn_forecast.training.distributed import Distributed
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", required=True, help="the competition pipeline's params")
@@ -50,4 +47,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

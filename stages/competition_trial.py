@@ -10,24 +10,21 @@ the run (still written, marked) before its last step.
 """
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-import time  # noqa: E402
+import argparse
+import time
 
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.evaluation.metrics import smape  # noqa: E402
-from attn_forecast.forecasters.neural import ModelForecaster  # noqa: E402
-from attn_forecast.forecasters.run import run  # noqa: E402
-from attn_forecast.io import write_json  # noqa: E402
-from attn_forecast.pipeline import model as pm  # noqa: E402
-from attn_forecast.pipeline.competition import model_store, subset_params  # noqa: E402
-from attn_forecast.pipeline.forecasting import check_data  # noqa: E402
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
-from attn_forecast.pipeline.tuning import (Pruned, step_plan, trial_params,  # noqa: E402
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+from attn_forecast.evaluation.metrics import smape
+from attn_forecast.forecasters.neural import ModelForecaster
+from attn_forecast.forecasters.run import run
+from attn_forecast.io import write_json
+from attn_forecast.pipeline import model as pm
+from attn_forecast.pipeline.competition import model_store, subset_params
+from attn_forecast.pipeline.forecasting import check_data
+from attn_forecast.pipeline.tuning import (Pruned, step_plan, trial_params,
                                             trial_watch)
-from attn_forecast.training.batches import resolve_batch  # noqa: E402
-from attn_forecast.training.distributed import Distributed  # noqa: E402
+from attn_forecast.training.batches import resolve_batch
+from attn_forecast.training.distributed import Distributed
 
 
 def cut_smape(store, model, device, season: int) -> float:
@@ -37,7 +34,7 @@ def cut_smape(store, model, device, season: int) -> float:
     return smape(store.targets(fs.ends["test"]), fs.forecasts["model"]["test"].point)
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", required=True, help="the competition pipeline's params")
@@ -72,4 +69,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

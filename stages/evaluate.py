@@ -10,26 +10,24 @@ and each forecaster's calibrated interval margins (models/intervals.json: what i
 """
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-import sys  # noqa: E402
-from attn_forecast.config.load import load_params  # noqa: E402
-from attn_forecast.data.store_io import load, profile  # noqa: E402
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.evaluation.metrics import headline  # noqa: E402
-from attn_forecast.evaluation.tables import tables  # noqa: E402
-from attn_forecast.forecasters import saved  # noqa: E402
-from attn_forecast.io import CSV_DIGITS, rounded, write_csv, write_json  # noqa: E402
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
-from attn_forecast.pipeline.forecasting import baselines_record, check_data  # noqa: E402
-from attn_forecast.pipeline.scoring import blend_file, check_fresh, score  # noqa: E402
+import argparse
+import sys
+
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+from attn_forecast.config.load import load_params
+from attn_forecast.data.store_io import load, profile
+from attn_forecast.evaluation.metrics import headline
+from attn_forecast.evaluation.tables import tables
+from attn_forecast.forecasters import saved
+from attn_forecast.io import CSV_DIGITS, rounded, write_csv, write_json
+from attn_forecast.pipeline.forecasting import baselines_record, check_data
+from attn_forecast.pipeline.scoring import blend_file, check_fresh, score
 
 OUTPUTS = ("metrics", "detail", "by_series", "predictions", "predictions_plot", "horizon",
            "calibration", "blend", "intervals")
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -61,4 +59,4 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

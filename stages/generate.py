@@ -3,17 +3,15 @@ table ``id, t, value, signal`` (past covariates as ``feature:<name>``), each id'
 in time order; a single series is a table of one id. A large panel is written in blocks."""
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-from attn_forecast.config.load import load_params  # noqa: E402
-from attn_forecast.data.long_table import write_long  # noqa: E402
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.pipeline.data import chunks  # noqa: E402
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+import argparse
+
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+from attn_forecast.config.load import load_params
+from attn_forecast.data.long_table import write_long
+from attn_forecast.pipeline.data import chunks
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -26,4 +24,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

@@ -6,19 +6,17 @@ src/attn_forecast/data/store_io.py). Windows are gathered on the fly later.
 """
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-import sys  # noqa: E402
-from attn_forecast.config.load import load_with_choices  # noqa: E402
-from attn_forecast.data.long_table import read_long  # noqa: E402
-from attn_forecast.data.store_io import save  # noqa: E402
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.pipeline.data import prepare, report  # noqa: E402
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
+import argparse
+import sys
+
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+from attn_forecast.config.load import load_with_choices
+from attn_forecast.data.long_table import read_long
+from attn_forecast.data.store_io import save
+from attn_forecast.pipeline.data import prepare, report
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -40,4 +38,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

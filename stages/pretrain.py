@@ -9,21 +9,19 @@ the peak memory). With ``pretrain.nproc`` > 1 the stage relaunches itself under
 """
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-import sys  # noqa: E402
-from attn_forecast.config.load import load_params  # noqa: E402
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.io import write_columns, write_json  # noqa: E402
-from attn_forecast.model import checkpoint  # noqa: E402
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
-from attn_forecast.pipeline.model import device  # noqa: E402
-from attn_forecast.pipeline.prior import from_params, kept  # noqa: E402
-from attn_forecast.training.distributed import distributed  # noqa: E402
+import argparse
+import sys
+
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+from attn_forecast.config.load import load_params
+from attn_forecast.io import write_columns, write_json
+from attn_forecast.model import checkpoint
+from attn_forecast.pipeline.model import device
+from attn_forecast.pipeline.prior import from_params, kept
+from attn_forecast.training.distributed import distributed
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -37,7 +35,7 @@ def main(argv: list[str] | None = None):
               "kept; delete it to pretrain afresh")
         return []
     if t.compile:  # before torch's first operation
-        _cpu.unpin_torch()
+        stage.unpin_torch()
     dist = distributed(t.nproc, device(t, "pretrain.train"), __file__,
                        sys.argv[1:] if argv is None else argv)
     model, history, record = from_params(params, dist)
@@ -56,4 +54,4 @@ def main(argv: list[str] | None = None):
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

@@ -8,21 +8,20 @@ No torch here: arrays and CSVs only.
 """
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+from pathlib import Path
 
-import pandas as pd  # noqa: E402
-from attn_forecast.config.load import load_params  # noqa: E402
-from attn_forecast.data.store_io import load, profile  # noqa: E402
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.evaluation.metrics import ranked  # noqa: E402
-from attn_forecast.io import read_json, read_npz, replace_files, write_text  # noqa: E402
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
-from attn_forecast.pipeline.report import settings_rows  # noqa: E402
-from attn_forecast.report import figures  # noqa: E402
-from attn_forecast.report.summary import summary_markdown  # noqa: E402
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+
+import pandas as pd  # (after the pin)
+
+from attn_forecast.config.load import load_params
+from attn_forecast.data.store_io import load, profile
+from attn_forecast.evaluation.metrics import ranked
+from attn_forecast.io import read_json, read_npz, replace_files, write_text
+from attn_forecast.pipeline.report import settings_rows
+from attn_forecast.report import figures
+from attn_forecast.report.summary import summary_markdown
 
 INPUTS = ("prepared", "history", "predictions", "horizon", "lags", "attention", "calibration",
           "metrics", "backtest", "backtest-folds", "by-series")
@@ -36,7 +35,7 @@ def text_ids(path: str) -> pd.DataFrame:
                        na_values={c: ["NaN", ""] for c in cols if c != "id"})
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -69,4 +68,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

@@ -11,25 +11,23 @@ DVCLive's ``dvclive/``. With ``train.nproc`` > 1 the stage relaunches itself und
 """
 from __future__ import annotations
 
-import attn_forecast.cpu as _cpu  # noqa: I001
-_cpu.pin()  # before numpy and torch load: the same kernels on every x86-64 CPU with AVX2
-import argparse  # noqa: E402
-import sys  # noqa: E402
-from attn_forecast.config.load import load_params  # noqa: E402
-from attn_forecast.data.store_io import load, profile  # noqa: E402
-from attn_forecast.errors import naming, run_cli  # noqa: E402
-from attn_forecast.forecasters.neural import ModelForecaster  # noqa: E402
-from attn_forecast.forecasters.run import run  # noqa: E402
-from attn_forecast.forecasters.saved import save  # noqa: E402
-from attn_forecast.io import CSV_DIGITS, write_columns, write_npz  # noqa: E402
-from attn_forecast.model import checkpoint, explain  # noqa: E402
-from attn_forecast.pipeline import model as pm  # noqa: E402
-from attn_forecast.pipeline.keys import PARAMS_KEYS  # noqa: E402
-from attn_forecast.pipeline.forecasting import check_data, parts, taus  # noqa: E402
-from attn_forecast.training.distributed import distributed  # noqa: E402
+import argparse
+import sys
+
+from attn_forecast import stage  # first: it pins the CPU before numpy loads
+from attn_forecast.config.load import load_params
+from attn_forecast.data.store_io import load, profile
+from attn_forecast.forecasters.neural import ModelForecaster
+from attn_forecast.forecasters.run import run
+from attn_forecast.forecasters.saved import save
+from attn_forecast.io import CSV_DIGITS, write_columns, write_npz
+from attn_forecast.model import checkpoint, explain
+from attn_forecast.pipeline import model as pm
+from attn_forecast.pipeline.forecasting import check_data, parts, taus
+from attn_forecast.training.distributed import distributed
 
 
-@naming(PARAMS_KEYS)
+@stage.main
 def main(argv: list[str] | None = None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--params", default="params.yaml")
@@ -40,7 +38,7 @@ def main(argv: list[str] | None = None):
     params = load_params(args.params, profile(args.prepared))
     p = params.train
     if p.compile:  # before torch's first operation
-        _cpu.unpin_torch()
+        stage.unpin_torch()
     store = load(args.prepared)
     season = check_data(params, store)
     dist = distributed(p.nproc, pm.device(p), __file__, sys.argv[1:] if argv is None else argv)
@@ -75,4 +73,4 @@ def main(argv: list[str] | None = None):
 
 
 if __name__ == "__main__":
-    run_cli(main)
+    stage.run(main)

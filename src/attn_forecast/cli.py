@@ -10,23 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import UserInputError
-from .errors import run_cli as _run_cli
+from .errors import run_cli
 
 COMMANDS = ("forecast", "export", "params", "tune")
-
-
-def run_cli(main, argv: list[str] | None = None) -> None:
-    """A command under the one-line error rule, a file that cannot be read or written (a folder
-    where a file is asked for, no permission, a full disk) included."""
-    def guarded(args: list[str] | None) -> object:
-        try:
-            return main(args)
-        except OSError as err:
-            if not err.filename:
-                raise
-            raise UserInputError(f"cannot use {err.filename}: {err.strerror or err}") from None
-    _run_cli(guarded, argv)
 
 
 def params_main(argv: list[str] | None = None) -> None:

@@ -16,9 +16,9 @@ on each vendor), so results agree to the byte only between CPUs of one vendor; c
 metrics are written at 4 significant digits so that ``dvc metrics diff`` stays quiet across
 machines. ``ATTN_FORECAST_NATIVE_CPU=1`` skips the pins (for speed comparisons).
 
-:func:`pin` must run before numpy or torch are imported: each stage calls it first thing
-(``import attn_forecast.cpu as _cpu; _cpu.pin()``), and so does the command line; importing the
-package itself sets nothing.
+:func:`pin` must run before numpy or torch are imported: each stage does it by importing
+:mod:`attn_forecast.stage` first, and so does the command line; importing the package itself
+sets nothing.
 """
 from __future__ import annotations
 

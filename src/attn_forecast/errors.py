@@ -1,14 +1,15 @@
 """The project's error types for bad user input, and the wrapper that turns one into one line.
 
 Stages and the commands run their ``main`` through :func:`run_cli`: a
-:class:`UserInputError` prints ``error: <message>`` on stderr and exits with status 2; Ctrl-C
+:class:`UserInputError`, or an ``OSError`` naming a file (a folder where a file is asked for,
+no permission, a full disk), prints ``error: <message>`` on stderr and exits with status 2; Ctrl-C
 prints one line (``interrupted at epoch N; nothing written``) and exits with 130, the shell's
 code for SIGINT; any other exception is a bug and keeps its traceback.
 
 The library names a setting by its role (``<window>``, ``<time_column>``) in a
 :class:`SettingError`; whoever knows what the user calls it (a params key for the stages, a
 flag for the forecast command) re-words it at the edge (a stage's ``main`` is decorated with
-``@naming(PARAMS_KEYS)``), so no library module knows a params key.
+``@stage.main``: ``naming(PARAMS_KEYS)``), so no library module knows a params key.
 """
 from __future__ import annotations
 
@@ -90,6 +91,11 @@ def run_cli(main: Callable[[list[str] | None], object], argv: list[str] | None =
         main(argv)
     except UserInputError as err:
         print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as err:   # a file that cannot be read or written (a folder where a file is
+        if not err.filename:  # asked for, no permission, a full disk): one line naming it
+            raise
+        print(f"error: cannot use {err.filename}: {err.strerror or err}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt as err:  # every output is written atomically at the end
         where = str(err) if isinstance(err, Interrupted) else "interrupted"

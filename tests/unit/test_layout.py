@@ -11,7 +11,8 @@ from conftest import PKG, imports, module_file
 LIBRARY = ("data", "model", "training", "forecasters", "evaluation", "report")
 # the order of the floors: a package may import those before it, never those after it
 FLOORS = ("errors", "io", "cpu", "progress", "engine", "data", "model", "training", "forecasters",
-          "evaluation", "report", "config", "pipeline", "outlook", "inference", "search", "cli")
+          "evaluation", "report", "config", "pipeline", "stage", "outlook", "inference", "search",
+          "cli")
 
 
 def _modules() -> list[str]:
