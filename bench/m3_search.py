@@ -28,7 +28,7 @@ import numpy as np
 
 ROOT = Path.cwd()                      # the project whose study and experiments these are
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from attn_forecast.search import experiment_metric, head, make_study, overrides  # noqa: E402
+from attn_forecast.commands.tune import experiment_metric, head, make_study, overrides  # noqa: E402
 from attn_forecast.pipeline.tuning import read_space  # noqa: E402
 
 

@@ -1,4 +1,5 @@
-"""End-to-end: attn_forecast.search with real processes (a stand-in `dvc` script, git, Ctrl-C)."""
+"""End-to-end: attn_forecast.commands.tune with real processes (a stand-in `dvc` script, git,
+Ctrl-C)."""
 from __future__ import annotations
 
 import csv
@@ -17,7 +18,7 @@ import optuna
 import pytest
 
 from attn_forecast.errors import UserInputError
-from attn_forecast import search
+from attn_forecast.commands import tune as search
 from attn_forecast.pipeline import tuning
 from unit.pipeline.helpers import GOOD, _write
 
@@ -35,7 +36,7 @@ def test_a_dead_workers_journal_trial_is_run_again_once_its_heartbeat_is_old(tmp
     space = tuning.read_space(_write(tmp_path, {**GOOD, "storage": journal, "trials": 1}))
     dead = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import os, signal
-        from attn_forecast import search
+        from attn_forecast.commands import tune as search
         from attn_forecast.pipeline import tuning
         space = tuning.read_space({str(tmp_path / 'space.yaml')!r})
         study = search.make_study(space, {journal!r})

@@ -29,7 +29,7 @@ import optuna
 import pytest
 import yaml
 
-from attn_forecast import search
+from attn_forecast.commands import tune as search
 from attn_forecast.pipeline import tuning
 from conftest import ROOT, Project, kill_processes_under, processes_under
 

@@ -11,8 +11,7 @@ from conftest import PKG, imports, module_file
 LIBRARY = ("data", "model", "training", "forecasters", "evaluation", "report")
 # the order of the floors: a package may import those before it, never those after it
 FLOORS = ("errors", "io", "cpu", "progress", "engine", "data", "model", "training", "forecasters",
-          "evaluation", "report", "config", "pipeline", "stage", "outlook", "inference", "search",
-          "cli")
+          "evaluation", "report", "config", "pipeline", "stage", "commands", "cli")
 
 
 def _modules() -> list[str]:

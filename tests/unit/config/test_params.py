@@ -225,7 +225,7 @@ def test_conformal_with_a_calibration_part_is_accepted():
 
 
 def test_params_resolved_shows_what_every_auto_became_and_why(tmp_path, capsys):
-    from attn_forecast.cli import params_main
+    from attn_forecast.commands.params import main as params_main
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump({"data": {"kind": "csv", "csv_path": "x.csv"},
                                     "train": {"lr": "auto", "epochs": 7},

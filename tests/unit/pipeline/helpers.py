@@ -1,5 +1,5 @@
-"""Helpers shared by the tests of the search (pipeline/tuning.py and search.py): a search file
-and its writer."""
+"""Helpers shared by the tests of the search (pipeline/tuning.py and commands/tune.py): a
+search file and its writer."""
 from __future__ import annotations
 
 from pathlib import Path

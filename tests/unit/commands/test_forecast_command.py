@@ -1,4 +1,5 @@
-"""Unit tests for the forecast command (attn_forecast.inference.main) on panels and one series."""
+"""Unit tests for the forecast command (attn_forecast.commands.forecast.main) on panels and
+one series."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,14 +10,14 @@ import torch
 from attn_forecast.model import checkpoint
 from attn_forecast.data.store import Store
 from attn_forecast.errors import UserInputError
-from attn_forecast.inference import forecast_series, main
+from attn_forecast.commands.forecast import forecast_series, main
 from attn_forecast.model.networks import build_model
 from attn_forecast.model.settings import ModelSettings
 from attn_forecast.config.schema import DataParams
 from attn_forecast.data.sources import ohlcv
 from attn_forecast.forecasters.neural import ModelForecaster
 from attn_forecast.pipeline.data import source_record
-from unit.inference_helpers import H, NAMES, _bars_store, _build, _scaler, _tiny
+from unit.commands.helpers import H, NAMES, _bars_store, _build, _scaler, _tiny
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

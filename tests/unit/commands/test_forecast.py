@@ -1,6 +1,6 @@
-"""Unit tests for attn_forecast.inference's ``forecast_series``: one series' future, recursive
-past the horizon, each transform, calendar inputs and past covariates fed as in training. (The
-forecast command: test_inference_command.py.)"""
+"""Unit tests for attn_forecast.commands.forecast's ``forecast_series``: one series' future,
+recursive past the horizon, each transform, calendar inputs and past covariates fed as in
+training. (The forecast command: test_forecast_command.py.)"""
 from __future__ import annotations
 
 import numpy as np
@@ -9,14 +9,14 @@ import pytest
 import torch
 
 from attn_forecast.errors import UserInputError
-from attn_forecast.inference import forecast_series
+from attn_forecast.commands.forecast import forecast_series
 from attn_forecast.model.networks import build_model
 from attn_forecast.model.settings import ModelSettings
 from attn_forecast.config.schema import TrainParams
 from attn_forecast.data.sources import sine
 from attn_forecast.forecasters.neural import ModelForecaster
 from attn_forecast.training.loop import fit_windows
-from unit.inference_helpers import H, W, _bars_store, _build, _scaler, _tiny
+from unit.commands.helpers import H, W, _bars_store, _build, _scaler, _tiny
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -1,4 +1,5 @@
-"""Unit tests for attn_forecast.search without processes: a trial's settings, the study, Ctrl-C."""
+"""Unit tests for attn_forecast.commands.tune without processes: a trial's settings, the
+study, Ctrl-C."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +9,7 @@ import pytest
 import yaml
 
 from attn_forecast.errors import UserInputError
-from attn_forecast import search
+from attn_forecast.commands import tune as search
 from attn_forecast.pipeline import tuning
 from unit.pipeline.helpers import GOOD, _write
 

@@ -23,16 +23,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .data import transforms
-from .data.calendar import time_features
-from .data.csv import FEATURE_PREFIX, read_table
-from .data.frequency import check_frame_regular, next_times
-from .data.scaling import fit_one
-from .errors import UserInputError, naming, run_cli
-from .evaluation.intervals import at_point
-from .forecasters.protocol import at_levels, level_name
-from .io import write_csv
-from .model import checkpoint
+from ..data import transforms
+from ..data.calendar import time_features
+from ..data.csv import FEATURE_PREFIX, read_table
+from ..data.frequency import check_frame_regular, next_times
+from ..data.scaling import fit_one
+from ..errors import UserInputError, naming, run_cli
+from ..evaluation.intervals import at_point
+from ..forecasters.protocol import at_levels, level_name
+from ..io import write_csv
+from ..model import checkpoint
 from .outlook import blended_future, grown, read_beside, read_blend, series_quantiles
 
 MAX_STEPS = 10_000    # --steps past this many is refused (a recursive forecast of that many

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .data.scaling import naive_scale
-from .errors import UserInputError
-from .evaluation.calibration import UNIT, future_quantiles
-from .evaluation.intervals import at_point
-from .forecasters.future import future
-from .forecasters.statistical import FitFailed
-from .io import read_json
+from ..data.scaling import naive_scale
+from ..errors import UserInputError
+from ..evaluation.calibration import UNIT, future_quantiles
+from ..evaluation.intervals import at_point
+from ..forecasters.future import future
+from ..forecasters.statistical import FitFailed
+from ..io import read_json
 
 
 def read_beside(path: str | None, model_path: str, name: str, flag: str) -> dict | None:

@@ -31,8 +31,8 @@ from types import SimpleNamespace
 
 import yaml
 
-from .errors import UserInputError
-from .pipeline.tuning import (BUDGET, TRIAL_ENV, Space, make_pruner, open_storage, quiet,
+from ..errors import UserInputError
+from ..pipeline.tuning import (BUDGET, TRIAL_ENV, Space, make_pruner, open_storage, quiet,
                               read_space, read_yaml, suggest, trial_params)
 
 LOG_DIR = "logs"            # beside the search file: one log per trial (git-ignored)

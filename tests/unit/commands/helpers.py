@@ -1,5 +1,5 @@
-"""Helpers shared by the tests of attn_forecast.inference: stores built by hand, a tiny model,
-bars with past covariates."""
+"""Helpers shared by the tests of attn_forecast.commands.forecast: stores built by hand, a
+tiny model, bars with past covariates."""
 from __future__ import annotations
 
 import numpy as np

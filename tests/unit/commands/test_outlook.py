@@ -1,11 +1,11 @@
-"""Unit tests for attn_forecast.outlook: the blend's future and its file."""
+"""Unit tests for attn_forecast.commands.outlook: the blend's future and its file."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from attn_forecast.errors import UserInputError
-from attn_forecast.outlook import blended_future, read_blend
+from attn_forecast.commands.outlook import blended_future, read_blend
 
 # ---------------------------------------------------------------- the blend's future
 BLEND = {"members": ["model", "naive", "seasonal_naive"], "season": 4,
