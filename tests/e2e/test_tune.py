@@ -264,3 +264,41 @@ def test_a_pipeline_git_does_not_hold_is_refused_before_any_trial(searchable):
     assert res.returncode == 2, res.stdout + res.stderr
     assert "competitions/tune/dvc.yaml is not in git" in res.stderr
     assert "git add competitions/tune/dvc.yaml" in res.stderr
+
+
+def test_your_own_search_as_the_docs_say_leaves_dvc_status_clean(project):
+    """docs/tuning.md, "Your own search": copy competitions/tune/quick to a folder, rename it in
+    its files, set its params, `dvc repro` its pipeline, commit: `dvc status` is clean, a
+    search runs its trials there, and after the commit that keeps its table the trials are
+    listed by `dvc exp show -A`."""
+    quick, mine = ROOT / "competitions" / "tune" / "quick", project.path / "competitions" / \
+        "tune" / "mine"
+    mine.mkdir(parents=True)
+    shutil.copy2(ROOT / "competitions" / "params.yaml", mine.parent.parent / "params.yaml")
+    for f in ("dvc.yaml", "params.yaml", "space.yaml", ".gitignore"):
+        (mine / f).write_text((quick / f).read_text().replace("tune/quick", "tune/mine")
+                              .replace("quick", "mine"))
+    (mine / "params.yaml").write_text(yaml.safe_dump(TRIAL, sort_keys=False))   # tiny trials
+    space = yaml.safe_load((mine / "space.yaml").read_text())
+    assert space["pipeline"] == "competitions/tune/mine/dvc.yaml"
+    space.update(trials=2, sampler={"name": "random", "seed": 3}, pruner={"name": "none"},
+                 space={"train.lr": {"low": 0.0005, "high": 0.01, "log": True}})
+    (mine / "space.yaml").write_text(yaml.safe_dump(space, sort_keys=False))
+    project.run(["dvc", "commit", "-f", "-q", "pretrain"], check=True)
+    project.run(["dvc", "repro", "competitions/tune/mine/dvc.yaml"], timeout=300, check=True)
+    status = project.run(["dvc", "status", "competitions/tune/mine/dvc.yaml"], check=True)
+    assert "up to date" in status.stdout, status.stdout
+    project.git_commit("search: mine")
+    base = project.run(["git", "rev-parse", "--short", "HEAD"], check=True).stdout.strip()
+    res = project.run(["attn-forecast", "tune", "--space", "competitions/tune/mine/space.yaml"],
+                      timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert (mine / "trials.csv").is_file() and (mine / "best.yaml").is_file()
+    project.git_commit("search: mine, its trials")
+    shown = project.run(["dvc", "exp", "show", "-A", "--json"], timeout=180, check=True).stdout
+    names = {e.get("name") for rev in json.loads(shown) for e in rev.get("experiments") or []}
+    assert {"m3-other-mine-000", "m3-other-mine-001"} <= names, names
+    listed = project.run(["dvc", "exp", "list", "--rev", base, "--name-only"], check=True)
+    assert set(listed.stdout.split()) == {"m3-other-mine-000", "m3-other-mine-001"}
+    status = project.run(["dvc", "status", "competitions/tune/mine/dvc.yaml"], check=True)
+    assert "up to date" in status.stdout, status.stdout

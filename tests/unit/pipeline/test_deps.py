@@ -25,7 +25,9 @@ def _script(stage: dict) -> str:
 
 ALL = [(s, dvc_spec()["stages"][s]) for s in STAGES] + \
     [(f"competitions:{k}", v) for k, v in _competition().items()] + \
-    [(f"tune:{k}", v) for k, v in _competition("competitions/tune/dvc.yaml").items()]
+    [(f"{f.parent.relative_to(ROOT)}:{k}", v)                 # every search's pipeline
+     for f in sorted((ROOT / "competitions" / "tune").rglob("dvc.yaml"))
+     for k, v in _competition(str(f.relative_to(ROOT))).items()]
 
 
 @pytest.mark.parametrize("stage, spec", ALL, ids=[a for a, _ in ALL])

@@ -1,8 +1,8 @@
 """The search's pieces in attn_forecast.pipeline.tuning, without DVC: the search file checked
 line by line (against the params schema too), each key's range sampled by Optuna, the trial's
 params file, the hook that reports a trial's training by optimizer step and prunes it, the
-journal's heartbeats and storage, and the trial stage's holdout. (The driver, search.py:
-tests/unit/test_search.py, and with real processes tests/e2e/test_search_processes.py.)"""
+journal's heartbeats and storage, and the trial stage's holdout. (The driver, commands/tune.py:
+tests/unit/commands/test_tune.py, and with real processes tests/e2e/test_search_processes.py.)"""
 from __future__ import annotations
 
 import importlib.util
@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from attn_forecast.errors import ParamsError, UserInputError
-from attn_forecast import search
+from attn_forecast.commands import tune as search
 from attn_forecast.pipeline import tuning
 from conftest import ROOT
 from unit.pipeline.helpers import GOOD, _write
@@ -38,6 +38,20 @@ def test_the_projects_search_file_reads():
     # committed: the competition's own settings, one model (a search compares single models)
     assert subset == "monthly" and over == {"train": {"ensemble": 1}}
 
+
+def test_the_quick_search_is_a_folder_of_its_own():
+    """competitions/tune/quick/: its own pipeline, params, score, storage, table and best,
+    all in the folder (so copying it starts a search that touches no other), one network a
+    trial on M3 other."""
+    folder = "competitions/tune/quick"
+    s = tuning.read_space(ROOT / folder / "space.yaml")
+    own = [s.pipeline, s.params, s.metric_file, s.storage, s.table, s.best]
+    assert all(f.startswith(folder + "/") for f in own), own
+    assert s.apply == "competitions/dvc.yaml@competitions/params.yaml:other"
+    subset, over = tuning.trial_params(ROOT / s.params)
+    assert subset == "other" and over["model"] == {"lookbacks": []}
+    cmd = (ROOT / s.pipeline).read_text()
+    assert f"--trial {s.params}" in cmd and f"--metrics {s.metric_file}" in cmd
 
 
 @pytest.mark.parametrize("change, words", [
