@@ -183,7 +183,8 @@ def _extras(fig_dir: Path, d: Inputs) -> list[tuple]:
             nominal=cal["nominal"].to_numpy(), coverage=coverage, dpi=d.dpi)))
     if d.folds is not None and len(d.folds):
         jobs.append(("backtest_errors", fig_dir / "backtest.png", dict(
-            folds=d.folds["fold"].to_numpy(), dpi=d.dpi,
+            folds=d.folds["fold"].to_numpy(), dpi=d.dpi,   # the folds file's score, as scored
+            score="mean MASE over series" if d.store.n_series > 1 else "RMSE (value)",
             errors={c: d.folds[c].to_numpy(dtype=float) for c in d.folds.columns
                     if c not in ("fold", "origin") and d.folds[c].notna().any()})))
     return jobs

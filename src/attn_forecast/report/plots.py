@@ -260,9 +260,10 @@ def horizon_errors(path, *, steps: np.ndarray, errors: dict[str, np.ndarray],
 
 
 def backtest_errors(path, *, folds: np.ndarray, errors: dict[str, np.ndarray],
-                    units: str = "value", dpi: int) -> None:
-    """RMSE of each fold of the rolling-origin backtest, the model beside every baseline
-    (a far-off baseline is left off the scale and named)."""
+                    score: str = "RMSE (value)", dpi: int) -> None:
+    """Each fold's score of the rolling-origin backtest (``score``: what the folds file holds,
+    RMSE for one series, the mean MASE for many), the model beside every baseline (a far-off
+    baseline is left off the scale and named)."""
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(8, 4))
         for i, (name, err) in enumerate(errors.items()):
@@ -271,7 +272,7 @@ def backtest_errors(path, *, folds: np.ndarray, errors: dict[str, np.ndarray],
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         _clip_outliers(ax, {k: v[np.isfinite(v)] for k, v in errors.items()})
         ax.set(title="Rolling-origin backtest: error per fold", xlabel="fold (origin moves on)",
-               ylabel=f"RMSE ({units})")
+               ylabel=score)
         ax.legend(ncol=2)
         fig.tight_layout()
         _save(fig, path, dpi)

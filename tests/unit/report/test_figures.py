@@ -227,8 +227,6 @@ def test_draw_all_writes_every_figure_of_its_jobs(tmp_path):
         assert data[:8] == PNG_SIG and len(data) > 1000, name
 
 
-@pytest.mark.xfail(strict=True, reason="for many series the backtest folds CSV holds the mean "
-                   "MASE (pipeline/backtest.py), but the backtest figure's axis says RMSE")
 def test_the_backtest_figure_of_many_series_names_the_score_it_shows(tmp_path, monkeypatch):
     folds = pd.DataFrame({"fold": [1, 2], "origin": [30, 35], "model": [0.8, 0.9],
                           "naive": [1.0, 1.1]})
