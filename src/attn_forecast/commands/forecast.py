@@ -30,6 +30,7 @@ from ..data.frequency import check_frame_regular, next_times
 from ..data.scaling import fit_one
 from ..errors import UserInputError, naming, run_cli
 from ..evaluation.intervals import at_point
+from ..forecasters.names import BLEND
 from ..forecasters.protocol import at_levels, level_name
 from ..io import write_csv
 from ..model import checkpoint
@@ -263,11 +264,11 @@ def _with_intervals(model, H: int, values: np.ndarray, head: np.ndarray | None,
         else None
     name, used = "model", ""
     if blend:
-        calibrated = ((iv or {}).get("forecasters") or {}).get("blend", {}).get("margins")
+        calibrated = ((iv or {}).get("forecasters") or {}).get(BLEND, {}).get("margins")
         member = raw if raw is not None or not calibrated else \
             at_point(values[None], len(taus))[0]       # calibration widens a point model's
         values, raw, used = blended_future(blend, sid, values, levels, steps, taus, member)
-        name = "blend"
+        name = BLEND
     if not taus:        # no intervals file: a quantile head's own levels, as they are
         own = head if name == "model" else None
         return values, own, "the quantile head's own" if own is not None else "", used

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..data.store import Store
 from ..data.windows import series_slices
+from ..forecasters.names import BLEND
 from ..forecasters.protocol import central_intervals
 from ..forecasters.saved import ForecastSet
 from ..forecasters.simple import fallback_for
@@ -102,8 +103,8 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: 
         members = fs.forecasts["model"]["test"].members
         if members is not None and len(members) > 1:
             metrics["model_seeds"] = _seeds(members, lambda m: table_for({"m": m}))
-    if "blend" in fitted:   # the blend against each forecaster, its members among them
-        metrics["significance_blend"] = significance.compare(actual, points, H, "blend",
+    if BLEND in fitted:   # the blend against each forecaster, its members among them
+        metrics["significance_blend"] = significance.compare(actual, points, H, BLEND,
                                                              unit=unit[sid])
     quant, record = {}, {}
     if fs.taus:

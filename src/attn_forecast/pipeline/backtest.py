@@ -11,6 +11,7 @@ from ..data import splits
 from ..evaluation import significance
 from ..evaluation.backtest import aggregate
 from ..evaluation.scoring import evaluate, units
+from ..forecasters.names import BLEND
 from ..forecasters.run import run
 from ..forecasters.saved import load
 from .field import field_of
@@ -54,7 +55,7 @@ def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str 
     actual, unit = joined.pop("actual"), joined.pop("unit")
     points = {n: joined.get(n) for n in names}
     out["significance"] = significance.compare(actual, points, store.horizon, unit=unit)
-    if points.get("blend") is not None:
+    if points.get(BLEND) is not None:
         out["significance_blend"] = significance.compare(actual, points, store.horizon,
-                                                         "blend", unit=unit)
+                                                         BLEND, unit=unit)
     return out, rows, names, warnings

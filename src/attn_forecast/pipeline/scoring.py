@@ -8,6 +8,7 @@ from ..errors import UserInputError
 from ..evaluation.calibration import CalibrationSet, with_point_quantiles
 from ..evaluation.scoring import Evaluation, evaluate
 from ..forecasters.combination import blends_of, with_combinations
+from ..forecasters.names import BLEND
 from ..forecasters.saved import ForecastSet, merge
 
 
@@ -42,15 +43,15 @@ def score(p: Params, store: Store, model: ForecastSet, base: ForecastSet, season
     or with evaluate.conformal split on the store's calibration part."""
     split = p.evaluate.conformal == "split"
     fs = combined(p, store, model, base, split or calibration is not None)
-    if p.evaluate.blend and "blend" not in fs.forecasts:
+    if p.evaluate.blend and BLEND not in fs.forecasts:
         raise UserInputError(f"evaluate.blend {list(p.evaluate.blend)}: no member gave a "
                              "forecast of the test part, so there is no blend; add members "
                              "that can run here or set evaluate.blend to []")
     ev = evaluate(store, fs, noise_std=p.data.noise_std, season=season,
                   calibration=calibration, conformal=p.evaluate.conformal)
     ev.metrics["unavailable"] = base.record.get("unavailable", {})
-    if "blend" in fs.record:                # its members and mean weights (the line)
-        ev.blend = fs.record["blend"]
+    if BLEND in fs.record:                  # its members and mean weights (the line)
+        ev.blend = fs.record[BLEND]
         ev.metrics["blend_weights"] = {k: v for k, v in ev.blend.items() if k != "series"}
     if model.record.get("model"):
         ev.metrics["model_run"] = model.record["model"]   # what the train stage ran
