@@ -30,7 +30,7 @@ from attn_forecast.data.long_table import raw_of  # noqa: E402
 from attn_forecast.data.sources import panel_series  # noqa: E402
 from attn_forecast.pipeline.data import prepare  # noqa: E402
 from attn_forecast.pipeline.field import field  # noqa: E402
-from attn_forecast.pipeline.scoring import score  # noqa: E402
+from attn_forecast.pipeline.evaluate import score  # noqa: E402
 
 GROUPS = {"yearly": (0.23, 1, 6, (20, 60)), "quarterly": (0.24, 4, 8, (24, 120)),
           "monthly": (0.53, 12, 18, (48, 240))}

@@ -142,7 +142,7 @@ def backtest(p: dict, work: Path, inputs: Path, peers: tuple) -> dict:
     stage's scoring, with the benchmark's ``peers`` on the same windows): backtest.json's
     content."""
     from attn_forecast.data.store_io import load, profile
-    from attn_forecast.pipeline.backtest import score_folds
+    from attn_forecast.pipeline.backtest_evaluate import score_folds
     from attn_forecast.io import read_json
     from attn_forecast.config.load import load_params
     from common import PRIOR

@@ -20,7 +20,7 @@ import pandas as pd  # (after the pin)
 from attn_forecast.config.load import load_params
 from attn_forecast.data.store_io import load, profile
 from attn_forecast.io import CSV_DIGITS, read_json, rounded, write_csv, write_json
-from attn_forecast.pipeline.backtest import score_folds
+from attn_forecast.pipeline.backtest_evaluate import score_folds
 
 
 @stage.main

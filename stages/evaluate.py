@@ -21,7 +21,7 @@ from attn_forecast.evaluation.tables import tables
 from attn_forecast.forecasters import saved
 from attn_forecast.io import CSV_DIGITS, rounded, write_csv, write_json
 from attn_forecast.pipeline.forecasting import baselines_record, check_data
-from attn_forecast.pipeline.scoring import blend_file, check_fresh, score
+from attn_forecast.pipeline.evaluate import blend_file, check_fresh, score
 
 OUTPUTS = ("metrics", "detail", "by_series", "predictions", "predictions_plot", "horizon",
            "calibration", "blend", "intervals")

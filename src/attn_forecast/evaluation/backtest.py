@@ -1,7 +1,7 @@
 """Rolling-origin backtest: K folds inside every series' test part (splits.folds), each a
 store of its own (the scalers refitted on the fold's training parts), their keys (what a
 fold's model depends on) and the scores over the folds. The backtest stages train and score
-them (pipeline/backtest.py)."""
+them (pipeline/backtest_evaluate.py)."""
 from __future__ import annotations
 
 import hashlib

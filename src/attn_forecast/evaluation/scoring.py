@@ -36,7 +36,7 @@ class Evaluation:
     quantiles: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (N, H, Q)
     taus: tuple = ()
     warnings: list[str] = field(default_factory=list)
-    blend: dict | None = None      # the blend's members and weights (pipeline.scoring)
+    blend: dict | None = None      # the blend's members and weights (pipeline.evaluate)
     intervals: dict = field(default_factory=dict)   # how each was made, margins (calibration)
 
 

@@ -21,7 +21,7 @@ from ..forecasters.protocol import Forecast, central_intervals
 from ..forecasters.saved import ForecastSet
 from ..report.leaderboard import published  # noqa: F401  (the stage reads it here)
 from .forecasting import check_data
-from .scoring import combined, score
+from .evaluate import combined, score
 
 INTERVAL_KEYS = ("wql", "msis", "coverage_80", "coverage_95", "n_interval_fallback",
                  "intervals")

@@ -264,7 +264,7 @@ def _calibrated(raw: Raw):
     """Build, fit and forecast everything on ``raw``; the evaluation with split-conformal
     intervals, and the store."""
     from attn_forecast.config.schema import Params
-    from attn_forecast.pipeline.scoring import combined
+    from attn_forecast.pipeline.evaluate import combined
     store = _cal_store(raw)
     chosen, _ = baselines(CAL_FIELD, season=SEASON, ridge_alpha=1.0, features=False, jobs=1)
     chosen.append(ZeroShot(str(PRIOR)))

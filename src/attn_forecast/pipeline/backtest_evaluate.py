@@ -16,7 +16,7 @@ from ..forecasters.run import run
 from ..forecasters.saved import load
 from .field import field_of
 from .forecasting import check_data, parts, taus
-from .scoring import combined
+from .evaluate import combined
 
 
 def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str | None = None,

@@ -1,4 +1,4 @@
-"""Unit tests for attn_forecast.pipeline.backtest: every fold scored on its own cuts."""
+"""Unit tests for attn_forecast.pipeline.backtest_evaluate: every fold scored on its own cuts."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +10,7 @@ from attn_forecast.errors import ParamsError
 from attn_forecast.forecasters.protocol import Forecast
 from attn_forecast.forecasters.saved import ForecastSet, save
 from attn_forecast.forecasters.simple import Naive2
-from attn_forecast.pipeline.backtest import score_folds
+from attn_forecast.pipeline.backtest_evaluate import score_folds
 from unit.training.helpers import _store
 
 # points only, no intervals: the model's forecasts below need no quantiles
