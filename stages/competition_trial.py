@@ -1,7 +1,8 @@
-"""Stage trial of the search pipeline (competitions/tune/dvc.yaml): the attention model of one
-competition subset, its settings those of the competition pipeline with the trial's params
-(competitions/tune/params.yaml) on top, trained on every series' training part and scored on
-its validation cut (the last horizon of the training part; never the test part).
+"""Stage trial of a search pipeline (competitions/tune/dvc.yaml, competitions/tune/quick/dvc.yaml
+or a copy): the attention model of one competition subset, its settings those of the
+competition pipeline with the trial's params (the search's params.yaml, --trial) on top,
+trained on every series' training part and scored on its validation cut (the last horizon of
+the training part; never the test part).
 
 out: the trial's metrics (json): sMAPE over every forecast of the validation cut (the field's
 rule), the epochs run, whether the search pruned it. Under ``attn-forecast tune`` the score

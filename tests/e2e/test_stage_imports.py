@@ -105,3 +105,23 @@ def test_importing_the_package_leaves_the_environment_alone():
                          text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) is True
+
+
+def test_the_launcher_pins_before_it_loads_numpy_or_torch():
+    """`from attn_forecast import stage` (every stage's first project import) sets the pins
+    this CPU takes and loads none of the libraries they must come before."""
+    code = ("import json, os, sys; from attn_forecast import stage, cpu; "
+            "print(json.dumps({'loaded': [m for m in ('numpy', 'torch', 'pandas') "
+            "if m in sys.modules], 'pins': {k: os.environ.get(k) for k in cpu.pins()}}))")
+    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY",
+                                                             "OPENBLAS_CORETYPE",
+                                                             "NPY_DISABLE_CPU_FEATURES",
+                                                             "ATTN_FORECAST_NATIVE_CPU")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    res = subprocess.run([str(VENV_BIN / "python"), "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["loaded"] == []
+    from attn_forecast.cpu import pins
+    assert out["pins"] == pins()          # every pin this CPU takes is set ({} off x86-64)

@@ -1,9 +1,10 @@
-"""The command's one-line error rule for files it cannot read or write."""
+"""The attn-forecast command: each subcommand's module in its table, and the one-line error
+rule for files it cannot read or write."""
 from __future__ import annotations
 
 import pytest
 
-from attn_forecast.cli import run_cli
+from attn_forecast.cli import COMMANDS, cli, run_cli
 
 
 def _writes(path):
@@ -34,3 +35,27 @@ def test_an_os_error_without_a_file_is_not_hidden():
         raise OSError("no file named")
     with pytest.raises(OSError, match="no file named"):
         run_cli(main, [])
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_subcommand_in_the_table_has_its_main(command):
+    import importlib
+    module = importlib.import_module(f"attn_forecast.{COMMANDS[command]}")
+    assert callable(module.main)
+
+
+def test_the_params_subcommand_runs_through_the_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ATTN_FORECAST_NATIVE_CPU", "1")   # cli() pins: this process is pytest
+    path = tmp_path / "params.yaml"
+    path.write_text("data: {kind: sine}\ntrain: {lr: 0.002}\n")
+    cli(["params", "--params", str(path)])
+    out = capsys.readouterr().out
+    assert f"# {path}: data.kind sine" in out and "train.lr: 0.002" in out.splitlines()
+
+
+def test_a_wrong_flag_of_a_subcommand_is_its_own_error(capsys, monkeypatch):
+    monkeypatch.setenv("ATTN_FORECAST_NATIVE_CPU", "1")
+    with pytest.raises(SystemExit) as ended:
+        cli(["tune", "--trials", "0"])
+    assert ended.value.code == 2
+    assert capsys.readouterr().err.strip() == "error: --trials must be >= 1, got 0"

@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-from attn_forecast import stage
 from attn_forecast.errors import SettingError, UserInputError
 from conftest import ROOT
 
@@ -45,6 +44,8 @@ def test_a_stage_starts_and_ends_through_the_launcher(path):
 
 
 def test_a_stages_errors_name_params_keys():
+    from attn_forecast import stage    # (here, not at collection: it pins this process)
+
     @stage.main
     def main(argv=None):
         raise SettingError("<window> must be >= 2, got 1")
@@ -60,6 +61,8 @@ def test_a_stages_errors_name_params_keys():
     (KeyboardInterrupt(), 130, "interrupted; nothing written"),
 ])
 def test_a_stage_ends_in_one_line_and_its_exit_status(capsys, fail, code, line):
+    from attn_forecast import stage
+
     def main(argv=None):
         raise fail
     with pytest.raises(SystemExit) as done:
@@ -69,6 +72,8 @@ def test_a_stage_ends_in_one_line_and_its_exit_status(capsys, fail, code, line):
 
 
 def test_an_os_error_without_a_file_is_a_bug_and_keeps_its_traceback():
+    from attn_forecast import stage
+
     def main(argv=None):
         raise OSError("the disk went away")
     with pytest.raises(OSError, match="the disk went away"):

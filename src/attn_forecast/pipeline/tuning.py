@@ -4,7 +4,7 @@ storage opened (a journal file, or a database; both keep heartbeats, so a dead w
 run again), and the hook a trial's training reports to by optimizer step, so that a trial going
 nowhere is pruned against the others at equal training progress.
 
-Each trial is one DVC experiment (:mod:`.search` runs them); nothing here imports torch.
+Each trial is one DVC experiment (:mod:`attn_forecast.commands.tune` runs them); no torch here.
 """
 from __future__ import annotations
 
