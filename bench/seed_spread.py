@@ -9,8 +9,10 @@ Each seed moves every member's seed (a member k of an ensemble takes seed + k), 
 members never overlap. Each seed runs in a clone of the project whose competitions/params.yaml
 has it (the committed field and calibration-cut forecasts beside; the calibration cut's model
 is the committed seed 42's, so the point scores, sMAPE and MASE, are the figures this
-compares). Scores the test parts: each run is a row in competitions/test_runs.csv. Nothing
-here chooses a setting.
+compares). Each seed's leaderboard is kept in bench/results/seed_spread/<seed>.json (the docs'
+table is generated from them); a seed whose file is there is read, not run again, so after a
+change of the model's settings or code delete the folder. Scores the test parts: each run is a
+row in competitions/test_runs.csv. Nothing here chooses a setting.
 """
 from __future__ import annotations
 
@@ -66,45 +68,46 @@ def row(board: dict, who: str) -> list[float]:
             + [board[s][who]["mase"] for s in SUBSETS[:3]])
 
 
+COLUMNS = [f"sMAPE {s}" for s in SUBSETS] + ["sMAPE all"] + [f"MASE {s}" for s in SUBSETS[:3]]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", default="1000,2000", help="base seeds beside the committed 42")
-    ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
-    ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "seed_spread"),
+                    help="each seed's leaderboard (<seed>.json) goes here; a seed whose file "
+                    "is there is not run again")
     args = ap.parse_args()
     print("command: python bench/seed_spread.py " + " ".join(sys.argv[1:]), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     committed = json.loads((ROOT / "competitions" / "m3" / "leaderboard.json").read_text())
-    work = Path(tempfile.mkdtemp(prefix="attn-seeds-"))
     boards = {42: committed}
-    try:
-        for seed in (int(s) for s in args.seeds.split(",")):
-            boards[seed] = run_seed(seed, work / str(seed))
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-    cols = [f"sMAPE {s}" for s in SUBSETS] + ["sMAPE all"] + [f"MASE {s}" for s in SUBSETS[:3]]
-    out = {"command": "python bench/seed_spread.py " + " ".join(sys.argv[1:]), "columns": cols,
-           "runs": {}}
-    print("| forecaster | seed | " + " | ".join(cols) + " |")
-    print("|---|---:|" + "---:|" * len(cols))
+    for seed in (int(s) for s in args.seeds.split(",") if int(s) != 42):   # 42: committed
+        path = out / f"{seed}.json"
+        if not path.is_file():
+            work = Path(tempfile.mkdtemp(prefix="attn-seeds-"))
+            try:
+                board = run_seed(seed, work / str(seed))
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            path.write_text(json.dumps({"command": "python bench/seed_spread.py "
+                                        + " ".join(sys.argv[1:]), "seed": seed,
+                                        "leaderboard": board}, indent=1) + "\n")
+        boards[seed] = json.loads(path.read_text())["leaderboard"]
+    print("| forecaster | seed | " + " | ".join(COLUMNS) + " |")
+    print("|---|---:|" + "---:|" * len(COLUMNS))
     for who in ("model", "model+comb"):
-        vals = []
-        for seed, board in boards.items():
-            r = row(board, who)
-            vals.append(r)
-            out["runs"][f"{who}@{seed}"] = r
+        vals = np.array([row(b, who) for b in boards.values()])
+        for seed, r in zip(boards, vals):
             print(f"| {who} | {seed} | " + " | ".join(f"{v:.3f}" for v in r) + " |")
-        v = np.array(vals)
-        spread = v.max(0) - v.min(0)
-        out["runs"][f"{who} spread"] = spread.tolist()
-        print(f"| {who} | max - min | " + " | ".join(f"{x:.3f}" for x in spread) + " |")
-    theta = row(committed, "theta")
-    print("| theta (this project) | | " + " | ".join(f"{x:.3f}" for x in theta) + " |")
+        print(f"| {who} | max - min | " + " | ".join(
+            f"{x:.3f}" for x in vals.max(0) - vals.min(0)) + " |")
+    print("| theta (this project) | | " + " | ".join(f"{x:.3f}" for x in row(committed, "theta"))
+          + " |")
     print("| Theta (published) | | " + " | ".join(f"{PUBLISHED_THETA[s]:.2f}" for s in SUBSETS)
           + " | | | | |")
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
 
 
 if __name__ == "__main__":

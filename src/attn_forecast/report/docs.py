@@ -112,6 +112,38 @@ def ensembles(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def seed_spread(root: Path) -> str:
+    """bench/seed_spread.py's committed results (bench/results/seed_spread/<seed>.json, each a
+    seed's leaderboard; seed 42's is the committed one): the whole model's and model+comb's
+    test-part sMAPE and MASE at each base seed and their spread (max - min), beside Theta
+    (this project's and published)."""
+    board = _read(root, "competitions/m3/leaderboard.json")
+    runs = [json.loads(f.read_text()) for f in (root / "bench" / "results" /
+                                                 "seed_spread").glob("*.json")]
+    boards = {42: board} | {r["seed"]: r["leaderboard"] for r in
+                            sorted(runs, key=lambda r: r["seed"]) if r["seed"] != 42}
+    cols = [f"sMAPE {s}" for s in SUBSETS] + ["sMAPE all"] + [f"MASE {s}" for s in SUBSETS[:3]]
+
+    def row(b: dict, who: str) -> list[float]:
+        return [b[s][who]["smape"] for s in SUBSETS] + [b["all"][who]["smape"]] + \
+            [b[s][who]["mase"] for s in SUBSETS[:3]]
+
+    def cells(v: list) -> str:
+        return " | ".join("" if x is None else f"{x:.2f}" if i < 5 else f"{x:.3f}"
+                          for i, x in enumerate(v))
+    lines = ["| | base seed | " + " | ".join(cols) + " |", "|---|---:|" + "---:|" * len(cols)]
+    for who in ("model", "model+comb"):
+        rows = {seed: row(b, who) for seed, b in boards.items()}
+        lines += [f"| {who} | {seed} | {cells(v)} |" for seed, v in rows.items()]
+        lines.append(f"| {who}: spread (max - min) | | "
+                     f"{cells([max(c) - min(c) for c in zip(*rows.values())])} |")
+    lines.append(f"| theta (this project) | | {cells(row(board, 'theta'))} |")
+    pub = next((r for r in _published(root).get("m3_smape", []) if r["row"] == "Theta"), {})
+    lines.append("| Theta (published) | | " + cells(
+        [pub.get(s) for s in SUBSETS] + [pub.get("all"), None, None, None]) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _bold(n: str) -> str:
     return f"**{n}**" if n in BOLD else n
 
@@ -119,7 +151,8 @@ def _bold(n: str) -> str:
 BLOCKS: dict[str, Callable[[Path], str]] = {"m3-points": m3_points,
                                             "m3-intervals": m3_intervals,
                                             "m3-targets": m3_targets, "m3-sign": m3_sign,
-                                            "ensembles": ensembles}
+                                            "ensembles": ensembles,
+                                            "seed-spread": seed_spread}
 
 
 def refreshed(text: str, root: Path) -> str:
