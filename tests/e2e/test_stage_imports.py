@@ -93,18 +93,24 @@ def test_the_train_stage_does_import_torch(imported):
     assert imported["train"]["loaded"]["torch"]
 
 
-def test_importing_the_package_leaves_the_environment_alone():
-    code = ("import os, json; before = dict(os.environ); import attn_forecast, "
-            "attn_forecast.data.store_io, attn_forecast.evaluation.scoring; "
-            "print(json.dumps(dict(os.environ) == before))")
-    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY",
-                                                             "OPENBLAS_CORETYPE",
-                                                             "NPY_DISABLE_CPU_FEATURES")}
+def _fresh_python(code: str):
+    """What ``code`` prints (JSON) in a fresh interpreter with src/ on its path and no CPU pin
+    (nor the switch that skips them) in its environment."""
+    unset = ("ATEN_CPU_CAPABILITY", "OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES",
+             "ATTN_FORECAST_NATIVE_CPU")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     env["PYTHONPATH"] = str(ROOT / "src")
     res = subprocess.run([str(VENV_BIN / "python"), "-c", code], env=env, capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout) is True
+    return json.loads(res.stdout)
+
+
+def test_importing_the_package_leaves_the_environment_alone():
+    code = ("import os, json; before = dict(os.environ); import attn_forecast, "
+            "attn_forecast.data.store_io, attn_forecast.evaluation.scoring; "
+            "print(json.dumps(dict(os.environ) == before))")
+    assert _fresh_python(code) is True
 
 
 def test_the_launcher_pins_before_it_loads_numpy_or_torch():
@@ -113,15 +119,7 @@ def test_the_launcher_pins_before_it_loads_numpy_or_torch():
     code = ("import json, os, sys; from attn_forecast import stage, cpu; "
             "print(json.dumps({'loaded': [m for m in ('numpy', 'torch', 'pandas') "
             "if m in sys.modules], 'pins': {k: os.environ.get(k) for k in cpu.pins()}}))")
-    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY",
-                                                             "OPENBLAS_CORETYPE",
-                                                             "NPY_DISABLE_CPU_FEATURES",
-                                                             "ATTN_FORECAST_NATIVE_CPU")}
-    env["PYTHONPATH"] = str(ROOT / "src")
-    res = subprocess.run([str(VENV_BIN / "python"), "-c", code], env=env, capture_output=True,
-                         text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout)
+    out = _fresh_python(code)
     assert out["loaded"] == []
     from attn_forecast.cpu import pins
     assert out["pins"] == pins()          # every pin this CPU takes is set ({} off x86-64)
