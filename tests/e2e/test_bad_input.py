@@ -236,3 +236,21 @@ def test_kill_during_train_then_repro_recovers(project, tmp_path):
     status = proj.run(["dvc", "status"], check=True)
     assert "up to date" in status.stdout, status.stdout
     assert not list(proj.path.rglob("*.tmp"))
+
+
+def test_a_failed_experiment_leaves_the_workspaces_outputs_as_they_were(project):
+    """`dvc exp run -S train.lr=-1` fails at train with one line; every output of the run before
+    it is still there (dvc.yaml's outputs persist), so once params.yaml is restored `dvc status`
+    is clean, with no `dvc checkout` needed."""
+    proj = project
+    proj.run(["dvc", "repro"], timeout=300, check=True)
+    proj.git_commit("the run")
+    before = {p: p.read_bytes() for p in (proj.path / "models/model.pt",
+                                          proj.path / "data/forecasts.npz")}
+    res = proj.run(["dvc", "exp", "run", "-S", "train.lr=-1"], timeout=300)
+    assert res.returncode != 0
+    assert "error: params.yaml: train.lr must be a number > 0.0, got -1" in res.stderr
+    assert {p: p.read_bytes() for p in before} == before
+    proj.run(["git", "checkout", "params.yaml"], check=True)
+    status = proj.run(["dvc", "status"], check=True)
+    assert "up to date" in status.stdout, status.stdout
