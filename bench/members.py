@@ -10,6 +10,7 @@ Prints the command, then one row per size: seconds, members per second, the spee
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import sys
 import time
 from pathlib import Path
@@ -58,8 +59,8 @@ def main() -> None:
     for k in (int(x) for x in args.members.split(",")):
         losses = LOSSES[:min(3, k)] if k % 3 == 0 else ()
         seeds = k // max(1, len(losses))
-        tp = p.train.model_copy(update={"ensemble": seeds, "max_steps": args.steps,
-                                        "epochs": 10_000})
+        tp = replace(pm.train_settings(p), ensemble=seeds, max_steps=args.steps,
+                     epochs=10_000)
         loop = timed(settings, data, tp, False, losses)
         batched = timed(settings, data, tp, True, losses)
         print(f"| {k} | {loop:.1f} | {batched:.1f} | {k / loop:.3f} | {k / batched:.3f} | "

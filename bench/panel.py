@@ -89,9 +89,9 @@ def bench_speed(device: str, n_windows: int = 200_000) -> None:
     import torch
     from attn_forecast.model.networks import build_model
     from attn_forecast.config.load import parse_params
-    from attn_forecast.training.loop import autocast, fit
+    from attn_forecast.training.loop import autocast, fit_windows
     from attn_forecast.data.windows import spread
-    from attn_forecast.pipeline.model import model_settings
+    from attn_forecast.pipeline.model import model_settings, train_settings
     panel = _panel(2_000, 2_000, 96)
     dev = torch.device(device)
     ends = spread(panel.ends("train"), n_windows)
@@ -107,9 +107,9 @@ def bench_speed(device: str, n_windows: int = 200_000) -> None:
             if dev.type == "cuda":
                 torch.cuda.reset_peak_memory_stats()
             z = torch.from_numpy(panel.z).to(dev)
-            res = fit(model, z, torch.from_numpy(ends).to(dev),
-                      torch.zeros(0, dtype=torch.int64, device=dev), 96, 1, params.train,
-                      progress=False)
+            res = fit_windows(model, z, torch.from_numpy(ends).to(dev),
+                              torch.zeros(0, dtype=torch.int64, device=dev),
+                              train_settings(params), progress=False)
             ours = res.windows_per_s
             gpu = f", peak GPU {torch.cuda.max_memory_allocated() / 2**20:,.0f} MiB" \
                 if dev.type == "cuda" else ""
@@ -152,7 +152,7 @@ def bench_global(n_series: int = 200, n_points: int = 400) -> None:
     from attn_forecast.forecasters.neural import ModelForecaster
     from attn_forecast.training.batches import to_device
     from attn_forecast.training.members import train_model
-    from attn_forecast.pipeline.model import model_settings
+    from attn_forecast.pipeline.model import model_settings, train_settings
     params = parse_params(with_overrides(BASE, PANEL + [
         "prepare.window=24", "train.epochs=30", "train.batch_size=64", "train.device=cpu"]))
     raw = _raw(n_series, n_points)
@@ -161,7 +161,8 @@ def bench_global(n_series: int = 200, n_points: int = 400) -> None:
         t0 = time.perf_counter()
         data = to_device(store, torch.device("cpu"))
         model, _ = train_model(model_settings(params, store, 0), data["z"], data["train"],
-                               data["val"], params.train, torch.device("cpu"), progress=False)
+                               data["val"], train_settings(params), torch.device("cpu"),
+                               progress=False)
         secs = time.perf_counter() - t0
         fs = run_forecasters(store, [ModelForecaster(model), Naive()], ("test",))
         ev = evaluate(store, fs, noise_std=None)

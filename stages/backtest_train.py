@@ -47,10 +47,10 @@ def main(argv: list[str] | None = None) -> dict:
         ctx = multiprocessing.get_context(method)
         with ProcessPoolExecutor(max_workers=min(how["jobs"], len(todo)), mp_context=ctx) as pool:
             runs = [pool.submit(train_fold, args.prepared, e["cuts"], how["settings"],
-                                params.train, how["device"], str(out / e["file"]),
+                                how["train"], how["device"], str(out / e["file"]),
                                 str(out / e["forecasts"]), e["key"], how["threads"],
                                 taus(params), how["parts"], how["prior"], how["season"],
-                                how["combine"])
+                                how["combine"], how["losses"])
                     for e in todo]
             for run in runs:
                 run.result()

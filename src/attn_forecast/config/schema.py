@@ -1,7 +1,9 @@
 """The typed schema of ``params.yaml``: one pydantic model per section, the one set of defaults.
 
 A field's default is the setting of the built-in synthetic data (the lecture's sine); the
-architecture's defaults are the model's own (``model.settings.ModelSettings``). params.yaml's
+architecture's defaults are the model's own (``model.settings.ModelSettings``) and the
+training loop's its own (``training.settings.TrainSettings``): the library's types keep
+their defaults, below the config floor, and the schema reads them. params.yaml's
 values are these defaults, or ``auto`` where a profile may choose (profiles.py), and a test
 holds them in step. Every key is validated before any work; unknown keys are refused.
 """
@@ -15,8 +17,10 @@ from pydantic_core import PydanticCustomError
 
 from ..forecasters.names import FUTURE_MEMBERS, NAMES
 from ..model.settings import ModelSettings
+from ..training.settings import TrainSettings
 
 ARCH = ModelSettings()   # the model's own defaults (the attention model's architecture)
+TRAIN = TrainSettings()  # the training loop's own defaults
 
 
 def _no_bool(v: Any) -> Any:
@@ -136,35 +140,35 @@ Loss = Literal["mse", "mae", "huber", "smape", "mape", "mase"]
 
 
 class TrainParams(Section):
-    seed: Int = Field(42, ge=0)
+    seed: Int = Field(TRAIN.seed, ge=0)
     # scratch: random initial weights; pretrained: the prior's (models/pretrained.pt),
     # fine-tuned with early stopping
     init: Literal["scratch", "pretrained"] = "scratch"
-    epochs: Int = Field(300, ge=1)
-    lr: Float = Field(0.005, gt=0)
-    batch_size: AutoOrZero = "auto"    # 0 = full batch; auto: full up to 1,024 windows, else 256
-    max_steps: Int = Field(0, ge=0)    # stop after this many optimizer steps (0 = epochs only)
-    optimizer: Literal["adam", "adamw"] = "adam"
-    weight_decay: Float = Field(0.0, ge=0)
-    loss: Loss = "mse"
+    epochs: Int = Field(TRAIN.epochs, ge=1)
+    lr: Float = Field(TRAIN.lr, gt=0)
+    batch_size: AutoOrZero = TRAIN.batch_size  # 0 = full batch; auto: full up to 1,024, else 256
+    max_steps: Int = Field(TRAIN.max_steps, ge=0)  # stop after this many optimizer steps
+    optimizer: Literal["adam", "adamw"] = TRAIN.optimizer
+    weight_decay: Float = Field(TRAIN.weight_decay, ge=0)
+    loss: Loss = TRAIN.loss
     # an ensemble over training losses (each with train.ensemble seeds); [] = train.loss alone
     losses: list[Loss] = Field(default_factory=list)
-    scheduler: Literal["none", "step", "cosine"] = "none"
-    step_size: Int = Field(100, ge=1)
-    gamma: Float = Field(0.5, gt=0, le=1)
-    warmup_epochs: Int = Field(0, ge=0)
-    grad_clip: Float = Field(0.0, ge=0)
-    patience: Int = Field(0, ge=0)
-    augment_noise: Float = Field(0.3, ge=0)
-    augment_units: Literal["scaled", "moves"] = "scaled"
-    augment_scale: Float = Field(0.0, ge=0, lt=1)
-    augment_shift: Float = Field(0.0, ge=0)
+    scheduler: Literal["none", "step", "cosine"] = TRAIN.scheduler
+    step_size: Int = Field(TRAIN.step_size, ge=1)
+    gamma: Float = Field(TRAIN.gamma, gt=0, le=1)
+    warmup_epochs: Int = Field(TRAIN.warmup_epochs, ge=0)
+    grad_clip: Float = Field(TRAIN.grad_clip, ge=0)
+    patience: Int = Field(TRAIN.patience, ge=0)
+    augment_noise: Float = Field(TRAIN.augment_noise, ge=0)
+    augment_units: Literal["scaled", "moves"] = TRAIN.augment_units
+    augment_scale: Float = Field(TRAIN.augment_scale, ge=0, lt=1)
+    augment_shift: Float = Field(TRAIN.augment_shift, ge=0)
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    precision: Literal["fp32", "bf16"] = "fp32"
+    precision: Literal["fp32", "bf16"] = TRAIN.precision
     compile: Bool = False
     nproc: Int = Field(1, ge=1)
     threads: AutoOrInt = "auto"        # torch threads per process: auto (by the job) or N
-    ensemble: Int = Field(3, ge=1)     # models with seeds seed .. seed + N - 1, mean forecast
+    ensemble: Int = Field(TRAIN.ensemble, ge=1)  # seeds seed .. seed + N - 1, mean forecast
     live: Bool = False                 # log every epoch through DVCLive into dvclive/
 
 

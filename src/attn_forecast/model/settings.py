@@ -2,7 +2,7 @@
 architecture's defaults (the schema of params.yaml takes its model defaults from here)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,16 @@ class ModelSettings:
     season: int = 0                # instance_norm seasonal: the period (steps)
     quantiles: tuple = ()          # quantile levels of the head ((): a point forecast)
     highway: bool = False          # + a linear map of the window (LSTNet's autoregressive path)
+
+    @classmethod
+    def of(cls, values: dict, **over) -> ModelSettings:
+        """These settings out of a mapping holding them and others (a params section's
+        dump), ``over`` on top: the keys they do not have are left out."""
+        given = {**values, **over}
+        out = {f.name: given[f.name] for f in fields(cls) if f.name in given}
+        if "quantiles" in out:
+            out["quantiles"] = tuple(out["quantiles"])
+        return cls(**out)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "quantiles": list(self.quantiles)}

@@ -17,23 +17,26 @@ from ..model.checkpoint import save as save_checkpoint
 from ..training.batches import resolve_batch, to_device
 from ..training.members import train_model
 from ..training.threads import choose_threads, set_threads, step_flops
-from .model import device, member_settings, model_settings, prior
+from ..training.settings import TrainSettings
+from .model import device, member_settings, model_settings, prior, train_settings
 from .forecasting import check_data, parts
 
 
-def train_fold(prepared_dir: str, cuts: dict, settings, p, device: str, out: str,
-               forecasts: str, key: str, threads: int, taus: tuple, parts: tuple,
-               prior_path: str | None = None, season: int = 0, combine: str = "mean") -> dict:
-    """Train one fold's model on its training parts (scalers refitted there), save it and its
-    forecasts of the fold's windows; run in a worker process, which imports torch itself."""
+def train_fold(prepared_dir: str, cuts: dict, settings, train: TrainSettings, device: str,
+               out: str, forecasts: str, key: str, threads: int, taus: tuple, parts: tuple,
+               prior_path: str | None = None, season: int = 0, combine: str = "mean",
+               losses: tuple = ()) -> dict:
+    """Train one fold's model on its training parts (scalers refitted there), fine-tuning the
+    prior at ``prior_path`` when given; save it and its forecasts of the fold's windows; run
+    in a worker process, which imports torch itself."""
     set_threads(threads)
     fold = load(prepared_dir).refit(splits.Cuts.from_dict(cuts))
     device = torch.device(device)
     data = to_device(fold, device)
-    init = prior(prior_path, fold) if p.init == "pretrained" else None
-    model, results = train_model(settings, data["z"], data["train"], data["val"], p, device,
-                                 progress=False, cal=data["side"], rows=data["rows"],
-                                 init=init, losses=tuple(p.losses), combine=combine)
+    init = prior(prior_path, fold) if prior_path else None
+    model, results = train_model(settings, data["z"], data["train"], data["val"], train,
+                                 device, progress=False, cal=data["side"], rows=data["rows"],
+                                 init=init, losses=losses, combine=combine)
     save_checkpoint(out, model, {"prepare": fold.meta(), "fold_key": key,
                                  "best_epoch": results[0].best_epoch,
                                  "history": results[0].history})
@@ -74,6 +77,8 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
             or not (out / e["forecasts"]).is_file()]
     jobs = max(1, cores() // threads) if bt.jobs == "auto" else bt.jobs
     return entries, todo, {"settings": settings, "threads": threads, "jobs": jobs,
-                           "device": str(device(p.train)), "prior": prior_path,
+                           "device": str(device(p.train)), "train": train_settings(p),
+                           "losses": tuple(p.train.losses),
+                           "prior": prior_path if p.train.init == "pretrained" else None,
                            "parts": train["parts"], "season": season,
                            "combine": p.model.combine}

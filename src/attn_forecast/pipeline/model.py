@@ -14,6 +14,7 @@ from ..model.networks import n_parameters, with_horizon
 from ..model.settings import ModelSettings
 from ..training.batches import resolve_batch, to_device
 from ..training.members import train_model
+from ..training.settings import TrainSettings
 from ..training.threads import choose_threads, full_batch_warning, set_threads, step_flops
 from .forecasting import check_norm
 
@@ -45,15 +46,19 @@ def model_settings(p: Params, store, season: int, prior_path: str | None = None)
         if prior_path is None:
             raise ParamsError("train.init pretrained needs the prior (--pretrained)")
         return prior(prior_path, store, p).settings
-    model = p.model.model_dump(exclude={"lookbacks", "combine"})
-    if model["instance_norm"] == "seasonal" and not season:  # no season: the last value
-        model["instance_norm"] = "last"
-    check_norm(model["instance_norm"], season, store.window)
-    model["quantiles"] = tuple(model["quantiles"])
-    return ModelSettings(window=store.window, horizon=store.horizon,
-                         n_time_features=store.n_time_features, n_features=store.n_features,
-                         season=season if model["instance_norm"] == "seasonal" else 0,
-                         **model)
+    norm = p.model.instance_norm
+    if norm == "seasonal" and not season:  # no season: the last value
+        norm = "last"
+    check_norm(norm, season, store.window)
+    return ModelSettings.of(p.model.model_dump(), instance_norm=norm, window=store.window,
+                            horizon=store.horizon, n_time_features=store.n_time_features,
+                            n_features=store.n_features,
+                            season=season if norm == "seasonal" else 0)
+
+
+def train_settings(p: Params) -> TrainSettings:
+    """``params.train`` as the library's training settings (what the loop reads)."""
+    return TrainSettings.of(p.train.model_dump())
 
 
 def member_settings(p: Params, base: ModelSettings) -> list[ModelSettings]:
@@ -108,7 +113,8 @@ def train(p: Params, settings, store, dist, prior_path: str | None = None,
     try:
         live = epoch_logger(p.train.live and dist.rank == 0)  # DVCLive: rank 0 only
         return train_model(member_settings(p, settings), data["z"], data["train"],
-                           data["val"], p.train, dist.device, wrap=dist.wrapper(p.train.compile),
+                           data["val"], train_settings(p), dist.device,
+                           wrap=dist.wrapper(p.train.compile),
                            rank=dist.rank, world=dist.world, cal=data["side"], on_epoch=live,
                            rows=data["rows"], init=init, watch=watch,
                            losses=tuple(p.train.losses), combine=p.model.combine)

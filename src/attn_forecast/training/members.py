@@ -23,6 +23,7 @@ from ..model.settings import ModelSettings
 from .batches import Rows
 from .loop import FitResult, fit_windows
 from .losses import make_loss
+from .settings import TrainSettings
 from .stacked import Stacked, StackedLoss
 
 
@@ -40,7 +41,7 @@ def _watched(on_epoch: Callable[[dict], None] | None,
     return both
 
 
-def plan(settings: ModelSettings | list[ModelSettings], p, losses: tuple = ()
+def plan(settings: ModelSettings | list[ModelSettings], p: TrainSettings, losses: tuple = ()
          ) -> list[tuple[ModelSettings, str, int]]:
     """Every member's (settings, loss, seed), in the ensemble's order: each settings (the
     longest window first), each loss, each seed ``p.seed``, ``p.seed + 1``, ... (the i-th
@@ -58,7 +59,8 @@ def _build(s: ModelSettings, seed: int, init: nn.Module | None, device) -> nn.Mo
 
 
 def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Tensor,
-                train_ends: torch.Tensor, val_ends: torch.Tensor, p, device: torch.device,
+                train_ends: torch.Tensor, val_ends: torch.Tensor, p: TrainSettings,
+                device: torch.device,
                 wrap: Callable[[nn.Module], nn.Module] | None = None,
                 progress: bool | None = None, rank: int = 0, world: int = 1,
                 cal: torch.Tensor | None = None,
@@ -91,8 +93,7 @@ def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Ten
             group = [_build(s, members[i][2], init, device) for i in idx]
             stacked = Stacked(group).to(device)
             loss = StackedLoss([make_loss(members[i][1], s.quantiles) for i in idx]).to(device)
-            first_p = p.model_copy(update={"seed": members[idx[0]][2],
-                                           "loss": members[idx[0]][1]})
+            first_p = replace(p, seed=members[idx[0]][2], loss=members[idx[0]][1])
             t0 = time.perf_counter()
             res = fit_windows(stacked, series, train_ends, val_ends, first_p, loss_fn=loss,
                               on_epoch=on_epoch if idx[0] == 0 else None, **kw)
@@ -105,8 +106,7 @@ def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Ten
         for i in idx:
             s_i, loss_i, seed = members[i]
             model = _build(s_i, seed, init, device)
-            member_p = p.model_copy(update={"seed": seed, "loss": loss_i}) \
-                if (seed, loss_i) != (p.seed, p.loss) else p
+            member_p = replace(p, seed=seed, loss=loss_i)
             results[i] = fit_windows(model, series, train_ends, val_ends, member_p,
                                      step_model=wrap(model) if wrap else None,
                                      on_epoch=_watched(on_epoch, watch, model) if i == 0

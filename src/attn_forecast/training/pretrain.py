@@ -12,8 +12,10 @@ the quantile head; a shorter horizon is the first steps of the head
 (``model.networks.with_horizon``). A fixed validation corpus (another seed) is scored after
 every round; the weights of the best round are kept.
 
-``p`` is the pretrain settings: the corpus's keys, ``window``, ``horizon``, ``min_context``,
-and ``model`` and ``train`` of the pipeline's own model and training types.
+``p`` holds the corpus's settings (``generators``, ``series_per_round``, ``steps_per_round``,
+the lengths, ``min_context``...); the model's and the training's come as the library's own
+types (``ModelSettings`` for the longest context and horizon, ``TrainSettings``), built by the
+pipeline (pipeline/prior.py).
 """
 from __future__ import annotations
 
@@ -31,17 +33,7 @@ from . import corpus
 from .batches import Rows
 from .loop import evaluate_loss, fit
 from .losses import make_loss
-
-
-def settings_of(p) -> ModelSettings:
-    """The prior's model settings: ``p.model`` for the longest context and horizon."""
-    m = p.model
-    return ModelSettings(
-        kind=m.kind, window=p.window, horizon=p.horizon, d_model=m.d_model, ffn_dim=m.ffn_dim,
-        n_heads=m.n_heads, n_layers=m.n_layers, positional=m.positional, residual=m.residual,
-        pooling=m.pooling, dropout=m.dropout, instance_norm=m.instance_norm,
-        revin_affine=m.revin_affine, patch_len=m.patch_len, patch_stride=m.patch_stride,
-        quantiles=tuple(m.quantiles), highway=m.highway)
+from .settings import TrainSettings
 
 
 @dataclass
@@ -65,10 +57,10 @@ def flat(series: list[np.ndarray], horizon: int, min_context: int, device) -> Fl
                 torch.from_numpy(ends).to(device))
 
 
-def round_series(p, r: int, real: list[np.ndarray]) -> list[np.ndarray]:
-    """Round ``r``'s corpus: the generators' series, and with real series a share of them
-    (``real_share``) drawn from ``real``."""
-    seed = p.train.seed * 1_000_003 + r
+def round_series(p, r: int, real: list[np.ndarray], seed: int) -> list[np.ndarray]:
+    """Round ``r``'s corpus (of the training's ``seed``): the generators' series, and with real
+    series a share of them (``real_share``) drawn from ``real``."""
+    seed = seed * 1_000_003 + r
     n_real = int(round(p.series_per_round * p.real_share)) if real else 0
     out = corpus.draw(p.series_per_round - n_real, (p.min_length, p.max_length), seed,
                       tuple(p.generators), p.shift_prob, p.spike_prob)
@@ -83,18 +75,18 @@ class CorpusBatches:
     windows drawn at random across it (the same on every rank; under DDP a rank gathers its
     share of each)."""
 
-    def __init__(self, p, s: ModelSettings, real: list[np.ndarray], device, rank: int,
-                 world: int) -> None:
+    def __init__(self, p, s: ModelSettings, t: TrainSettings, real: list[np.ndarray], device,
+                 rank: int, world: int) -> None:
         self.p, self.s, self.real, self.device = p, s, real, device
-        self.rank, self.world, self.batch = rank, world, p.train.batch_size
+        self.rank, self.world, self.batch, self.seed = rank, world, t.batch_size, t.seed
         self.steps = p.steps_per_round
         self.n = p.steps_per_round * self.batch
-        self.gen = torch.Generator(device=device).manual_seed(p.train.seed)
+        self.gen = torch.Generator(device=device).manual_seed(t.seed)
         self.draw_seconds = 0.0
 
     def epoch(self, r: int) -> Iterator[tuple]:
         t0 = time.perf_counter()
-        d = flat(round_series(self.p, r, self.real), self.s.horizon, self.p.min_context,
+        d = flat(round_series(self.p, r, self.real, self.seed), self.s.horizon, self.p.min_context,
                  self.device)
         self.draw_seconds = time.perf_counter() - t0
         pick = torch.randint(len(d.ends), (self.n,), generator=self.gen, device=self.device)
@@ -106,22 +98,22 @@ class CorpusBatches:
             yield x, y, c, seen, None, len(e)
 
 
-def pretrain(p, device: torch.device, dist, real: list[np.ndarray] | None = None,
-             progress=None) -> tuple[torch.nn.Module, list[dict]]:
-    """Train the prior; returns the model (the best validation round's weights) and one
-    history row per round (``round, train_loss, val_loss, lr, seconds, draw_seconds,
-    windows_per_s``)."""
-    s = settings_of(p)
-    torch.manual_seed(p.train.seed)
+def pretrain(p, s: ModelSettings, t: TrainSettings, device: torch.device, dist,
+             real: list[np.ndarray] | None = None, progress=None, wrap=None
+             ) -> tuple[torch.nn.Module, list[dict]]:
+    """Train the prior (model ``s``, training ``t``, the corpus of ``p``); ``wrap``: what
+    the forward pass calls instead of the bare model (DDP, torch.compile). Returns the model
+    (the best validation round's weights) and one history row per round (``round,
+    train_loss, val_loss, lr, seconds, draw_seconds, windows_per_s``)."""
+    torch.manual_seed(t.seed)
     model = build_model(s).to(device)
-    wrap = dist.wrapper(p.train.compile)
     val = flat(corpus.draw(p.val_series, (p.min_length, p.max_length),
-                           p.train.seed + 7_777_777, tuple(p.generators), p.shift_prob,
+                           t.seed + 7_777_777, tuple(p.generators), p.shift_prob,
                            p.spike_prob), s.horizon, p.min_context, device)
     val_ends = val.ends[torch.linspace(0, len(val.ends) - 1, min(len(val.ends), 4096),
                                        device=device).long()]
     val_loss = make_loss("mae", s.quantiles).to(device)
-    batches = CorpusBatches(p, s, real or [], device, dist.rank, dist.world)
+    batches = CorpusBatches(p, s, t, real or [], device, dist.rank, dist.world)
     history: list[dict] = []
     last = [time.perf_counter()]
 
@@ -135,17 +127,18 @@ def pretrain(p, device: torch.device, dist, real: list[np.ndarray] | None = None
                                                          1e-9)})
         if progress is not None:
             progress(history[-1])
-    fit(model, batches, p.train,
+    fit(model, batches, t,
         validate=lambda: evaluate_loss(model, val.z, val_ends, s.window, s.horizon, val_loss,
-                                       p.train.precision, rows=val.rows),
+                                       t.precision, rows=val.rows),
         step_model=wrap(model) if wrap else None, progress=False, rank=dist.rank,
         world=dist.world, on_epoch=row)
     return model.eval(), history
 
 
-def summary(p, model, history: list[dict], seconds: float, dist, peak_mib: float) -> dict:
+def summary(p, t: TrainSettings, model, history: list[dict], seconds: float, dist,
+            peak_mib: float) -> dict:
     """The metrics file's record of a pretraining run."""
-    windows = len(history) * p.steps_per_round * p.train.batch_size
+    windows = len(history) * p.steps_per_round * t.batch_size
     out = {"val_loss": min(r["val_loss"] for r in history), "rounds": len(history),
            "windows": windows, "seconds": round(seconds, 1),
            "windows_per_s": round(windows / seconds, 1), "peak_mib": round(peak_mib, 1),

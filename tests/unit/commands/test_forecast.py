@@ -12,7 +12,7 @@ from attn_forecast.errors import UserInputError
 from attn_forecast.commands.forecast import forecast_series
 from attn_forecast.model.networks import build_model
 from attn_forecast.model.settings import ModelSettings
-from attn_forecast.config.schema import TrainParams
+from attn_forecast.training.settings import TrainSettings
 from attn_forecast.data.sources import sine
 from attn_forecast.forecasters.neural import ModelForecaster
 from attn_forecast.training.loop import fit_windows
@@ -32,7 +32,7 @@ def trained(one_torch_thread):
                                       pooling="last"))
     fit_windows(model, torch.from_numpy(np.asarray(store.z)),
                 torch.from_numpy(store.ends("train")), torch.zeros(0, dtype=torch.int64),
-                TrainParams(epochs=150, lr=0.01, augment_noise=0.0), progress=False)
+                TrainSettings(epochs=150, lr=0.01, augment_noise=0.0), progress=False)
     return model.eval(), store.meta(), store
 
 

@@ -179,14 +179,14 @@ def test_level_losses_score_the_levels():
 
 def test_an_ensemble_over_lookbacks_reads_each_members_newest_steps(tmp_path):
     from attn_forecast.model import checkpoint
-    from attn_forecast.config.schema import TrainParams
+    from attn_forecast.training.settings import TrainSettings
     from dataclasses import replace
     rs = np.random.default_rng(5)
     store = _store([rs.uniform(50, 100, 60) for _ in range(4)], h=3, window=12, context=2)
     data = to_device(store, torch.device("cpu"))
     base = ModelSettings(window=12, horizon=3, d_model=8, ffn_dim=8, instance_norm="mean")
     kinds = [replace(base, window=w) for w in (12, 6)]
-    p = TrainParams(epochs=2, ensemble=1, loss="smape", augment_noise=0.0, batch_size=0)
+    p = TrainSettings(epochs=2, ensemble=1, loss="smape", augment_noise=0.0, batch_size=0)
     model, results = train_model(kinds, data["z"], data["train"], data["val"], p,
                                  torch.device("cpu"), progress=False, rows=data["rows"])
     assert [m.settings.window for m in model.members] == [12, 6] and len(results) == 2

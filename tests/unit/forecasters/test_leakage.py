@@ -27,7 +27,7 @@ from attn_forecast.forecasters.registry import baselines
 from attn_forecast.forecasters.zeroshot import ZeroShot
 from attn_forecast.evaluation.scoring import evaluate
 from attn_forecast.model.settings import ModelSettings
-from attn_forecast.config.schema import TrainParams
+from attn_forecast.training.settings import TrainSettings
 from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 from attn_forecast.forecasters.neural import ModelForecaster
@@ -78,7 +78,7 @@ def _poisoned(store, value: float):
 
 
 def _train(store, init=None) -> torch.nn.Module:
-    p = TrainParams(epochs=3, lr=0.003, batch_size=32, augment_noise=0.1, ensemble=2,
+    p = TrainSettings(epochs=3, lr=0.003, batch_size=32, augment_noise=0.1, ensemble=2,
                     loss="smape")
     s = ModelSettings(window=WINDOW, horizon=H, d_model=8, ffn_dim=16, n_heads=2, n_layers=1,
                       residual=True, pooling="flatten", instance_norm="revin")
@@ -269,7 +269,7 @@ def _calibrated(raw: Raw):
     chosen, _ = baselines(CAL_FIELD, season=SEASON, ridge_alpha=1.0, features=False, jobs=1)
     chosen.append(ZeroShot(str(PRIOR)))
     base = run(store, chosen, ("test", "cal"), CAL_TAUS, season=SEASON)
-    p = TrainParams(epochs=2, lr=0.003, batch_size=32, augment_noise=0.1, ensemble=1,
+    p = TrainSettings(epochs=2, lr=0.003, batch_size=32, augment_noise=0.1, ensemble=1,
                     loss="smape")
     s = ModelSettings(window=WINDOW, horizon=H, d_model=8, ffn_dim=16, n_heads=2, n_layers=1,
                       residual=True, pooling="flatten", instance_norm="revin")

@@ -141,10 +141,10 @@ def test_fine_tuning_starts_from_the_prior_and_leaves_it_untouched(tmp_path):
     before = {k: v.clone() for k, v in start.state_dict().items()}
     z = torch.from_numpy(np.asarray(store.z))
     tr, va = (torch.from_numpy(store.ends(k)) for k in ("train", "val"))
-    from attn_forecast.config.schema import TrainParams
+    from attn_forecast.training.settings import TrainSettings
 
     def tune(**kw):
-        p = TrainParams(**{"epochs": 2, "ensemble": 1, "augment_noise": 0.0, **kw})
+        p = TrainSettings(**{"epochs": 2, "ensemble": 1, "augment_noise": 0.0, **kw})
         return train_model(settings, z, tr, va, p, torch.device("cpu"), progress=False,
                            rows=rows_of(store, "cpu"), init=start)[0]
     for k, v in tune(lr=1e-9).state_dict().items():   # a step of nothing: the prior's weights
@@ -164,9 +164,9 @@ def test_fine_tuning_that_never_helps_on_validation_returns_the_prior(tmp_path):
     before = {k: v.clone() for k, v in start.state_dict().items()}
     z = torch.from_numpy(np.asarray(store.z))
     tr, va = (torch.from_numpy(store.ends(k)) for k in ("train", "val"))
-    from attn_forecast.config.schema import TrainParams
+    from attn_forecast.training.settings import TrainSettings
     # a learning rate that wrecks the weights: every epoch is worse than the start
-    tp = TrainParams(epochs=3, ensemble=1, augment_noise=0.0, lr=50.0, patience=0)
+    tp = TrainSettings(epochs=3, ensemble=1, augment_noise=0.0, lr=50.0, patience=0)
     tuned, res = train_model(settings, z, tr, va, tp, torch.device("cpu"), progress=False,
                              rows=rows_of(store, "cpu"), init=start)
     assert res[0].best_epoch == 0 and len(res[0].history) == 3

@@ -13,7 +13,7 @@ from attn_forecast.model.networks import build_model
 from attn_forecast.pipeline.prior import EXECUTION, from_params, kept, learned
 from attn_forecast.training.corpus import competition_train_parts
 from attn_forecast.training.distributed import Distributed
-from attn_forecast.training.pretrain import settings_of
+from attn_forecast.pipeline.prior import settings
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -36,7 +36,7 @@ def _params(**over):
 def _files(tmp_path, record: dict) -> list[str]:
     """The stage's three outputs: a checkpoint with ``record``, a history and a metrics file."""
     p = _params()
-    model = build_model(settings_of(p.pretrain))
+    model = build_model(settings(p.pretrain)[0])
     paths = [str(tmp_path / n) for n in ("pretrained.pt", "history.csv", "metrics.json")]
     checkpoint.save(paths[0], model, record)
     for path in paths[1:]:

@@ -240,7 +240,7 @@ def test_the_step_plan_is_the_training_loops(monkeypatch):
     step cap, and a last batch smaller than the others."""
     import torch
     from torch import nn
-    from attn_forecast.config.schema import TrainParams
+    from attn_forecast.training.settings import TrainSettings
     from attn_forecast.model.settings import ModelSettings
     from attn_forecast.training.batches import resolve_batch
     from attn_forecast.training.members import train_model
@@ -258,7 +258,7 @@ def test_the_step_plan_is_the_training_loops(monkeypatch):
             taken[0] += 1
             return self.m(*a, **k)
     for batch, epochs, max_steps in ((64, 3, 0), (100, 5, 7), (0, 2, 0), (16, 9, 40)):
-        p = TrainParams(epochs=epochs, batch_size=batch, max_steps=max_steps, ensemble=1,
+        p = TrainSettings(epochs=epochs, batch_size=batch, max_steps=max_steps, ensemble=1,
                         augment_noise=0.0)
         per_epoch, budget = tuning.step_plan(len(ends), resolve_batch(batch, len(ends)),
                                              epochs, max_steps)

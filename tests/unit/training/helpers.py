@@ -8,7 +8,7 @@ import torch
 
 from attn_forecast.data.build import build
 from attn_forecast.data.store import Store
-from attn_forecast.config.schema import TrainParams
+from attn_forecast.training.settings import TrainSettings
 from attn_forecast.data.long_table import Raw
 
 W = 8
@@ -41,9 +41,9 @@ def _data(store: Store) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch
     return (z, *(torch.from_numpy(store.ends(p)) for p in ("train", "val", "test")))
 
 
-def _p(**kw) -> TrainParams:
+def _p(**kw) -> TrainSettings:
     """Training settings without input noise (params.yaml's 0.3) unless asked for."""
-    return TrainParams(**{"augment_noise": 0.0, "ensemble": 1, **kw})
+    return TrainSettings(**{"augment_noise": 0.0, "ensemble": 1, **kw})
 
 
 def _with_calendar_and_features() -> Store:

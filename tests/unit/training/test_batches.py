@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from attn_forecast.config.schema import TrainParams
+from attn_forecast.training.settings import TrainSettings
 from attn_forecast.training.batches import augment, move_unit, to_device
 from attn_forecast.data.windows import gather_side
 from unit.training.helpers import W, _sine, _store, _with_calendar_and_features
@@ -18,7 +18,7 @@ def test_augment_scale_shift_apply_to_inputs_and_targets_alike():
     g = torch.Generator().manual_seed(0)
     x = torch.randn(50, 6, generator=g)
     y = torch.randn(50, 2, generator=g)
-    p = TrainParams(augment_scale=0.2, augment_shift=0.5, augment_noise=0.0)
+    p = TrainSettings(augment_scale=0.2, augment_shift=0.5, augment_noise=0.0)
     xa, ya = augment(x, y, p, torch.Generator().manual_seed(1))
     # per window: xa = x * s + b and ya = y * s + b with one (s, b)
     for i in range(50):
@@ -27,18 +27,18 @@ def test_augment_scale_shift_apply_to_inputs_and_targets_alike():
         assert 0.8 - 1e-4 <= s <= 1.2 + 1e-4 and -0.5 - 1e-4 <= b <= 0.5 + 1e-4
         assert torch.allclose(xa[i], x[i] * s + b, atol=1e-4)
         assert torch.allclose(ya[i], y[i] * s + b, atol=1e-4)
-    noisy = TrainParams(augment_noise=0.1)
+    noisy = TrainSettings(augment_noise=0.1)
     xn, yn = augment(x, y, noisy, torch.Generator().manual_seed(1))
     assert torch.equal(yn, y) and not torch.equal(xn, x)
     assert 0.07 < float((xn - x).std()) < 0.13
     # unit: the shift and the noise in other units (train.augment_units moves)
     xu, _ = augment(x, y, noisy, torch.Generator().manual_seed(1), unit=3.0)
     assert torch.allclose(xu - x, (xn - x) * 3.0, atol=1e-5)
-    xs, ys = augment(x, y, TrainParams(augment_shift=0.5, augment_noise=0.0),
+    xs, ys = augment(x, y, TrainSettings(augment_shift=0.5, augment_noise=0.0),
                      torch.Generator().manual_seed(1), unit=0.01)
     assert float((xs - x).abs().max()) <= 0.005 + 1e-6 and torch.allclose(
         ys - y, (xs - x)[:, :2], atol=1e-6)
-    none_x, none_y = augment(x, y, TrainParams(augment_noise=0.0), torch.Generator())
+    none_x, none_y = augment(x, y, TrainSettings(augment_noise=0.0), torch.Generator())
     assert torch.equal(none_x, x) and torch.equal(none_y, y)
 
 

@@ -11,7 +11,7 @@ from attn_forecast.model.networks import build_model
 from attn_forecast.model.norms import InstanceNorm
 from attn_forecast.model.settings import ModelSettings
 from attn_forecast.config.load import parse_params
-from attn_forecast.config.schema import TrainParams
+from attn_forecast.training.settings import TrainSettings
 from attn_forecast.errors import ParamsError
 from attn_forecast.training.batches import move_unit, resolve_batch
 from attn_forecast.training.loop import fit_windows
@@ -206,18 +206,18 @@ def test_auto_batch_and_step_budget():
     torch.manual_seed(0)
     m = build_model(ModelSettings(window=10, d_model=8, ffn_dim=8))
     res = fit_windows(m, z, ends, torch.zeros(0, dtype=torch.int64),
-                      TrainParams(epochs=50, batch_size=100, max_steps=7), progress=False)
+                      TrainSettings(epochs=50, batch_size=100, max_steps=7), progress=False)
     assert len(res.history) == 3  # 3 steps an epoch: the third epoch stops after its first
     # the last epoch's loss is the mean over the one batch it took: rerun that step by hand
     torch.manual_seed(0)
     m2 = build_model(ModelSettings(window=10, d_model=8, ffn_dim=8))
     res6 = fit_windows(m2, z, ends, torch.zeros(0, dtype=torch.int64),
-                       TrainParams(epochs=2, batch_size=100), progress=False)
+                       TrainSettings(epochs=2, batch_size=100), progress=False)
     assert [r["train_loss"] for r in res.history[:2]] == \
         pytest.approx([r["train_loss"] for r in res6.history], rel=1e-6)
     res1 = fit_windows(build_model(ModelSettings(window=10, d_model=8, ffn_dim=8)), z, ends,
                        torch.zeros(0, dtype=torch.int64),
-                       TrainParams(epochs=1, batch_size=100, max_steps=1), progress=False)
+                       TrainSettings(epochs=1, batch_size=100, max_steps=1), progress=False)
     assert len(res1.history) == 1 and res1.history[0]["train_loss"] > 0
 
 
@@ -235,7 +235,7 @@ def test_training_with_noise_in_moves_scales_the_noise_by_the_series():
     base = np.sin(np.arange(200) / 4.0) + 0.01 * np.arange(200)
     ends = torch.arange(10, 160)
     none = torch.zeros(0, dtype=torch.int64)
-    p = TrainParams(epochs=5, lr=0.01, augment_noise=0.5, augment_units="moves", ensemble=1)
+    p = TrainSettings(epochs=5, lr=0.01, augment_noise=0.5, augment_units="moves", ensemble=1)
     out = []
     for k in (1.0, 1000.0):
         z = torch.tensor(base * k, dtype=torch.float32)

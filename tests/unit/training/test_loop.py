@@ -13,7 +13,7 @@ import torch
 from attn_forecast.errors import Diverged, Interrupted, UserInputError
 from attn_forecast.model.networks import build_model
 from attn_forecast.model.settings import ModelSettings
-from attn_forecast.config.schema import TrainParams
+from attn_forecast.training.settings import TrainSettings
 from attn_forecast.pipeline.keys import PARAMS_KEYS
 from attn_forecast.progress import Progress
 from attn_forecast.training.batches import to_device
@@ -155,7 +155,7 @@ def test_non_finite_series_raises_at_epoch_one():
 
 
 # ---------------------------------------------------------------- schedules, optimizer
-def _lrs(params: TrainParams, epochs: int) -> list[float]:
+def _lrs(params: TrainSettings, epochs: int) -> list[float]:
     """The lr of each epoch as fit records it: read before the epoch, step after."""
     w = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([w], lr=params.lr)
@@ -171,37 +171,37 @@ def _lrs(params: TrainParams, epochs: int) -> list[float]:
 
 def test_no_scheduler_is_none():
     opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
-    assert make_scheduler(opt, TrainParams()) is None
+    assert make_scheduler(opt, TrainSettings()) is None
 
 
 def test_step_schedule():
-    got = _lrs(TrainParams(lr=0.4, scheduler="step", step_size=3, gamma=0.5, epochs=10), 10)
+    got = _lrs(TrainSettings(lr=0.4, scheduler="step", step_size=3, gamma=0.5, epochs=10), 10)
     assert got == pytest.approx([0.4] * 3 + [0.2] * 3 + [0.1] * 3 + [0.05], rel=1e-12)
 
 
 def test_cosine_schedule():
     E, lr = 8, 0.3
-    got = _lrs(TrainParams(lr=lr, scheduler="cosine", epochs=E), E + 1)
+    got = _lrs(TrainSettings(lr=lr, scheduler="cosine", epochs=E), E + 1)
     # eta_t = eta_max (1 + cos(pi t / T_max)) / 2 with T_max = epochs
     exp = [lr * (1 + math.cos(math.pi * t / E)) / 2 for t in range(E + 1)]
     assert got == pytest.approx(exp, abs=1e-12)
 
 
 def test_warmup_only():
-    got = _lrs(TrainParams(lr=0.4, warmup_epochs=3), 6)
+    got = _lrs(TrainSettings(lr=0.4, warmup_epochs=3), 6)
     # linear from lr / (warmup + 1) up to lr over the warm-up epochs
     assert got == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.4, 0.4], rel=1e-12)
 
 
 def test_warmup_then_step():
-    got = _lrs(TrainParams(lr=0.3, warmup_epochs=2, scheduler="step", step_size=2, gamma=0.5,
+    got = _lrs(TrainSettings(lr=0.3, warmup_epochs=2, scheduler="step", step_size=2, gamma=0.5,
                            epochs=20), 8)
     assert got == pytest.approx([0.1, 0.2, 0.3, 0.3, 0.15, 0.15, 0.075, 0.075], rel=1e-9)
 
 
 def test_warmup_then_cosine():
     lr, w, E = 0.6, 2, 10
-    got = _lrs(TrainParams(lr=lr, warmup_epochs=w, scheduler="cosine", epochs=E), E)
+    got = _lrs(TrainSettings(lr=lr, warmup_epochs=w, scheduler="cosine", epochs=E), E)
     T = E - w
     exp = [lr / 3, 2 * lr / 3] + [lr * (1 + math.cos(math.pi * j / T)) / 2 for j in range(T)]
     assert got == pytest.approx(exp, abs=1e-9)
@@ -216,8 +216,8 @@ def test_fit_records_scheduled_lr():
 
 def test_optimizer_kind_and_weight_decay():
     m = _tiny()
-    adam = make_optimizer(m, TrainParams(lr=0.02, weight_decay=0.1))
-    adamw = make_optimizer(m, TrainParams(optimizer="adamw", lr=0.03))
+    adam = make_optimizer(m, TrainSettings(lr=0.02, weight_decay=0.1))
+    adamw = make_optimizer(m, TrainSettings(optimizer="adamw", lr=0.03))
     assert type(adam) is torch.optim.Adam and type(adamw) is torch.optim.AdamW
     assert adam.param_groups[0]["lr"] == 0.02 and adam.param_groups[0]["weight_decay"] == 0.1
     assert adamw.param_groups[0]["weight_decay"] == 0.0

@@ -4,13 +4,15 @@ each member by its own loss; the median rule; the plan of members (lookbacks x l
 seeds); the checkpoint keeps how they combine."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import copy
 
 import numpy as np
 import pytest
 import torch
 
-from attn_forecast.config.schema import TrainParams
+from attn_forecast.training.settings import TrainSettings
 from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 from attn_forecast.model import checkpoint
@@ -39,8 +41,8 @@ def _store(n_series=3, n=120, seed=0):
                  scaler="none", transform="none")
 
 
-def _p(**kw) -> TrainParams:
-    return TrainParams(**{"augment_noise": 0.0, "ensemble": 1, "epochs": 4, "lr": 0.01,
+def _p(**kw) -> TrainSettings:
+    return TrainSettings(**{"augment_noise": 0.0, "ensemble": 1, "epochs": 4, "lr": 0.01,
                           "batch_size": 32, **kw})
 
 
@@ -107,7 +109,7 @@ def test_stacked_members_forecast_as_the_members_trained_alone():
     for member, (s_i, loss, seed) in zip(model.members, plan(s, p, losses)):
         torch.manual_seed(seed)
         alone = build_model(s_i)
-        fit_windows(alone, data["z"], data["train"], none, p.model_copy(update={"loss": loss}),
+        fit_windows(alone, data["z"], data["train"], none, replace(p, loss=loss),
                     rows=data["rows"], progress=False)
         with torch.no_grad():
             a, b = member(x)[0], alone(x)[0]

@@ -1,6 +1,8 @@
 """Unit tests for training.members.train_model one member at a time: seeds, the watch hook."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -22,7 +24,7 @@ def test_ensemble_members_seeds_mean_and_determinism():
     assert len(res1) == 1 and not isinstance(single, Ensemble)
     seen = []
     # one member after another (stack=False): each with its own seed's batches
-    ens, results = train_model(s, z, tr, NO_VAL, p.model_copy(update={"ensemble": 3}),
+    ens, results = train_model(s, z, tr, NO_VAL, replace(p, ensemble=3),
                                torch.device("cpu"), progress=False, on_epoch=seen.append,
                                stack=False)
     assert isinstance(ens, Ensemble) and len(ens.members) == 3 and len(results) == 3
@@ -30,7 +32,7 @@ def test_ensemble_members_seeds_mean_and_determinism():
     # member 0 is exactly the single model; the others start from seeds 8 and 9
     for a, b in zip(single.state_dict().values(), ens.members[0].state_dict().values()):
         assert torch.equal(a, b)
-    other, _ = train_model(s, z, tr, NO_VAL, p.model_copy(update={"seed": 8}),
+    other, _ = train_model(s, z, tr, NO_VAL, replace(p, seed=8),
                            torch.device("cpu"), progress=False)
     for a, b in zip(other.state_dict().values(), ens.members[1].state_dict().values()):
         assert torch.equal(a, b)
@@ -38,7 +40,7 @@ def test_ensemble_members_seeds_mean_and_determinism():
     with torch.no_grad():
         mean = torch.stack([m(x)[0] for m in ens.members]).mean(dim=0)
         assert torch.allclose(ens(x)[0], mean)
-    again, _ = train_model(s, z, tr, NO_VAL, p.model_copy(update={"ensemble": 3}),
+    again, _ = train_model(s, z, tr, NO_VAL, replace(p, ensemble=3),
                            torch.device("cpu"), progress=False, stack=False)
     for a, b in zip(ens.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)                                    # deterministic
@@ -68,5 +70,5 @@ def test_watch_sees_the_first_member_after_each_epoch_and_may_end_the_run():
             raise Stop
 
     with pytest.raises(Stop):
-        train_model(s, z, tr, NO_VAL, p.model_copy(update={"ensemble": 2}),
+        train_model(s, z, tr, NO_VAL, replace(p, ensemble=2),
                     torch.device("cpu"), progress=False, watch=prune)
