@@ -2,7 +2,7 @@
 (``params.yaml: prepare.window must be auto or an integer >= 1, got 0``)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -37,12 +37,21 @@ def _section(loc: tuple) -> Any:
 
 
 def _field_kind(loc: tuple) -> str:
-    """'an integer' or 'a number' for the field at ``loc``, '' if unknown."""
-    model = _section(loc)
-    field = model.model_fields.get(loc[-1]) if isinstance(model, type) else None
+    """'an integer' or 'a number' for the field at ``loc`` (or, an item of a list, for its
+    items), '' if unknown."""
+    item = loc[-1].isdigit()
+    field_loc = loc[:-1] if item else loc
+    model = _section(field_loc)
+    field = model.model_fields.get(field_loc[-1]) \
+        if isinstance(model, type) and issubclass(model, BaseModel) else None
     if field is None:
         return ""
-    return {int: "an integer", float: "a number"}.get(field.annotation, "")
+    kind = field.annotation
+    if item:
+        kind = (get_args(kind) or (None,))[0]
+    while get_origin(kind) is Annotated:
+        kind = get_args(kind)[0]
+    return {int: "an integer", float: "a number"}.get(kind, "")
 
 
 def _allowed(e: dict) -> str:
@@ -71,6 +80,10 @@ def one_line(err: ValidationError) -> str:
     if typ in _BOUND:
         bound = next(iter(e["ctx"].values()))
         kind = _field_kind(loc) or "a number"
+        if loc[-1].isdigit():   # an item of a list
+            kinds = {"an integer": "integers", "a number": "numbers"}[kind]
+            return (f"params.yaml: {'.'.join(loc[:-1])} may hold only {kinds} "
+                    f"{_BOUND[typ]} {bound}, got {got!r} (item {int(loc[-1]) + 1})")
         return f"params.yaml: {key} must be {kind} {_BOUND[typ]} {bound}, got {got!r}"
     if typ == "described":
         return f"params.yaml: {key} must be {e['msg']}, got {got!r}"

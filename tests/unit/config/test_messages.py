@@ -122,8 +122,11 @@ def test_an_error_of_an_unlisted_type_falls_back_to_pydantics_message():
     assert "multiple of 2" in got and got.endswith("got 3") and "\n" not in got
 
 
-@pytest.mark.xfail(strict=True, reason="messages._field_kind finds no field for a list item "
-                   "(loc model.lookbacks.0), so an integer list's bound says 'a number'")
-def test_a_bound_on_an_integer_list_item_says_integer():
-    assert _line({"model": {"lookbacks": [0]}}) == \
-        "params.yaml: model.lookbacks.0 must be an integer >= 1, got 0"
+def test_a_bound_on_an_integer_list_item_says_integers_and_names_the_item():
+    assert _line({"model": {"lookbacks": [4, 0]}}) == \
+        "params.yaml: model.lookbacks may hold only integers >= 1, got 0 (item 2)"
+
+
+def test_a_bound_on_a_number_list_item_says_numbers():
+    assert _line({"evaluate": {"quantiles": [0.5, 1.5]}}) == \
+        "params.yaml: evaluate.quantiles may hold only numbers < 1, got 1.5 (item 2)"
