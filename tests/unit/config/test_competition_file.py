@@ -64,3 +64,18 @@ def test_a_bad_file_given_elsewhere_is_named(tmp_path):
     path.write_text(yaml.safe_dump(c))
     with pytest.raises(ParamsError, match="mine.yaml"):
         subset_params(path, "other")
+
+
+def test_no_entry_restates_what_its_key_would_be_without_it():
+    """competitions/params.yaml names only what differs: an entry of ``all`` from the
+    competition profile (else the schema's default), a subset's from ``all`` and that."""
+    from attn_forecast.config.profiles import COMPETITION_PARAMS, flat, profiles
+    from attn_forecast.config.schema import default
+    raw = yaml.safe_load((ROOT / COMPETITION_PARAMS).read_text())
+    base = dict(profiles()["competition"])
+    restated = [f"all.{k}" for k, v in flat(raw["all"]).items()
+                if v == base.get(k, default(k))]
+    under = {**base, **flat(raw["all"])}
+    restated += [f"{s}.{k}" for s in ("yearly", "quarterly", "monthly", "other")
+                 for k, v in flat(raw[s]).items() if v == under.get(k, default(k))]
+    assert restated == []
