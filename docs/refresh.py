@@ -1,6 +1,8 @@
-"""Copy the default run's summary into docs/summary.md and README.md, and make every generated
+"""Copy the default run's summary into docs/summary.md and README.md, make every generated
 block of the docs anew from the committed files it quotes (src/attn_forecast/report/docs.py:
-the M3 leaderboard's figures, the published ones beside).
+the M3 leaderboard's figures, the published ones beside), and params.yaml's "auto: ..."
+comments from the profiles, competitions/params.yaml and the schema
+(src/attn_forecast/config/annotate.py).
 
 Run by `make docs` after `dvc repro` (the figures are committed where the pipeline writes them,
 reports/figures/, and the README shows them from there).
@@ -16,6 +18,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+from attn_forecast.config.annotate import annotated  # noqa: E402
 from attn_forecast.report.docs import PAGES, refreshed  # noqa: E402
 START, END = "<!-- summary:start -->", "<!-- summary:end -->"
 
@@ -38,8 +41,10 @@ def main() -> None:
     for page in PAGES:
         path = ROOT / page
         path.write_text(refreshed(path.read_text(), ROOT))
-    print(f"docs: summary copied; README summary and the generated blocks of "
-          f"{', '.join(PAGES)} refreshed")
+    params = ROOT / "params.yaml"
+    params.write_text(annotated(params.read_text(), ROOT))
+    print(f"docs: summary copied; README summary, the generated blocks of "
+          f"{', '.join(PAGES)} and params.yaml's auto comments refreshed")
 
 
 if __name__ == "__main__":
