@@ -13,7 +13,7 @@ import sys
 from .errors import run_cli
 
 # each subcommand: the module whose ``main(argv)`` runs it
-COMMANDS = {"forecast": "commands.forecast", "export": "model.export",
+COMMANDS = {"forecast": "commands.forecast", "export": "commands.export",
             "params": "commands.params", "tune": "commands.tune"}
 
 

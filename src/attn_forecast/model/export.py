@@ -1,6 +1,6 @@
 """Export a trained model for serving: ONNX (any ONNX runtime) or a torch.export program.
 
-    attn-forecast export --model models/model.pt --format onnx --out model.onnx
+    attn-forecast export --model models/model.pt --format onnx --out model.onnx   (commands/)
 
 writes ``model.onnx`` and, beside it, ``model.json``: what a service without Python needs to
 forecast in the series' own units (the window length, horizon, transform, scaler, quantile
@@ -24,13 +24,11 @@ onnxscript package, which this project does not install); ``--format pt2`` write
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from ..errors import UserInputError
 from ..io import atomic_path, write_json
 
 
@@ -138,20 +136,3 @@ def export(model: nn.Module, meta: dict, out: str | Path, fmt: str) -> Path:
     meta_path = out.with_suffix(".json")
     write_json(meta_path, describe(model.settings, meta, fmt))
     return meta_path
-
-
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="attn-forecast export", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True, help="checkpoint written by the train stage")
-    ap.add_argument("--format", choices=["onnx", "pt2"], default="onnx",
-                    help="onnx (default) or pt2 (a torch.export program)")
-    ap.add_argument("--out", required=True, help="file to write; its .json goes beside it")
-    args = ap.parse_args(argv)
-    from . import checkpoint
-    payload = checkpoint.read(args.model)
-    if args.format == "onnx" and not args.out.endswith(".onnx"):
-        raise UserInputError(f"--out must end in .onnx for --format onnx, got {args.out}")
-    model = checkpoint.model_from(payload)
-    meta_path = export(model, payload["prepare"], args.out, args.format)
-    print(f"export: {model.settings.kind} model -> {args.out} and {meta_path}")

@@ -1,7 +1,7 @@
 """Export for serving: the ONNX graph, run by onnxruntime alone, forecasts what PyTorch does
 on a store's test windows (to 1e-5), for the attention model (one and several heads and
 layers, patches, calendar inputs, a quantile head, an ensemble, past covariates) and the LSTM;
-the pt2 program too; the JSON beside it says how to scale each series; the command's checks."""
+the pt2 program too; the JSON beside it says how to scale each series."""
 from __future__ import annotations
 
 import json
@@ -11,21 +11,19 @@ import pandas as pd
 import pytest
 import torch
 
-from attn_forecast.model import checkpoint
 from attn_forecast.data.build import build
 from attn_forecast.data.store import Store
-from attn_forecast.errors import UserInputError
-from attn_forecast.model.export import export, main
+from attn_forecast.model.export import export
 from attn_forecast.model.networks import build_model
 from attn_forecast.model.settings import ModelSettings
-from attn_forecast.data.sources import ohlcv, sine
+from attn_forecast.data.sources import ohlcv
 from attn_forecast.data.long_table import Raw
 from attn_forecast.data.windows import gather, gather_side
+from unit.model.helpers import H, W, _f32, hourly_store
 
 ort = pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-W, H = 24, 3
 CASES = {
     "one head, one layer": dict(),
     "heads and layers": dict(n_heads=4, n_layers=2, residual=True, pooling="mean"),
@@ -35,21 +33,9 @@ CASES = {
 }
 
 
-def _f32(a) -> np.ndarray:
-    return np.ascontiguousarray(a, dtype=np.float32)
-
-
 @pytest.fixture(scope="module")
 def hourly() -> Store:
-    """Two hourly sine series on their own scales, with an hour-of-day calendar."""
-    parts = [sine(300, 0.15, 3)["value"].to_numpy(), sine(260, 0.1, 4)["value"].to_numpy() * 5]
-    t = np.concatenate([pd.date_range("2024-01-01", periods=len(v), freq="h")
-                        .to_numpy("datetime64[s]") for v in parts])
-    offsets = np.r_[0, np.cumsum([len(v) for v in parts])].astype(np.int64)
-    levels = np.concatenate(parts)
-    raw = Raw(np.array(["a", "b"]), offsets, t, levels, np.full(len(levels), np.nan))
-    return build(raw, window=W, horizon=H, fracs={"test": 0.2, "val": 0.0, "cal": 0.0},
-                   scaler="zscore", transform="none", time_features=("hour",))
+    return hourly_store()
 
 
 def _bars(volume_only: bool = False) -> Store:
@@ -196,22 +182,3 @@ def test_pt2_program_with_calendar_and_feature_inputs(tmp_path):
     with torch.no_grad():
         ref = model(t[0], cal=(torch.from_numpy(_f32(cin)), torch.from_numpy(_f32(cout))))
         assert torch.allclose(program(*t), ref[0], atol=1e-6)
-
-
-def test_the_command_exports_a_checkpoint_and_checks_the_file_name(hourly, tmp_path, capsys):
-    torch.manual_seed(5)
-    model = build_model(ModelSettings(kind="lstm", window=W, horizon=H, d_model=8)).eval()
-    path = tmp_path / "model.pt"
-    checkpoint.save(path, model, {"prepare": hourly.meta()})
-    with pytest.raises(UserInputError, match="--out must end in .onnx for --format onnx"):
-        main(["--model", str(path), "--out", str(tmp_path / "m.bin")])
-    with pytest.raises(UserInputError, match="^--model: file not found"):
-        main(["--model", str(tmp_path / "none.pt"), "--out", str(tmp_path / "m.onnx")])
-    main(["--model", str(path), "--out", str(tmp_path / "m.onnx")])
-    assert "export: lstm model -> " in capsys.readouterr().out
-    x = _f32(gather(np.asarray(hourly.z), hourly.ends("test"), W, H)[0])
-    got = ort.InferenceSession(str(tmp_path / "m.onnx")).run(["forecast"], {"window": x})[0]
-    with torch.no_grad():
-        np.testing.assert_allclose(got, model(torch.from_numpy(x))[0].numpy(), atol=1e-5)
-    desc = json.loads((tmp_path / "m.json").read_text())
-    assert desc["format"] == "onnx" and desc["series_scalers"] == hourly.meta()["series"]

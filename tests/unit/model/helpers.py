@@ -1,0 +1,29 @@
+"""What the export tests of the model and of the command share: the window, the horizon and
+a small hourly store."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attn_forecast.data.build import build
+from attn_forecast.data.long_table import Raw
+from attn_forecast.data.sources import sine
+from attn_forecast.data.store import Store
+
+W, H = 24, 3
+
+
+def _f32(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def hourly_store() -> Store:
+    """Two hourly sine series on their own scales, with an hour-of-day calendar."""
+    parts = [sine(300, 0.15, 3)["value"].to_numpy(), sine(260, 0.1, 4)["value"].to_numpy() * 5]
+    t = np.concatenate([pd.date_range("2024-01-01", periods=len(v), freq="h")
+                        .to_numpy("datetime64[s]") for v in parts])
+    offsets = np.r_[0, np.cumsum([len(v) for v in parts])].astype(np.int64)
+    levels = np.concatenate(parts)
+    raw = Raw(np.array(["a", "b"]), offsets, t, levels, np.full(len(levels), np.nan))
+    return build(raw, window=W, horizon=H, fracs={"test": 0.2, "val": 0.0, "cal": 0.0},
+                 scaler="zscore", transform="none", time_features=("hour",))
