@@ -7,9 +7,15 @@ intervals), on ``local`` (this machine's processes) and ``dask`` (a cluster embe
 worker per core).
 
     python bench/field_scale.py --series 10000,30000 [--engines local,dask]
+    python bench/field_scale.py --series 1000,10000,100000 --model
 
 Prints, per size and engine, each step's wall seconds, the cost per series, and the peak
-memory (RSS) of the main process and of the largest worker.
+memory (RSS) of the main process and of the largest worker. With ``--model``: the attention
+model's side instead, on the same panel: prepare (each group's store, window three horizons),
+then one epoch of the train stage's loop over every training window (batches of 1,024
+gathered from the store's one series tensor as they are drawn: the windows are never all
+materialized; the default architecture, one thread per core), its seconds, windows per
+second and the process's peak memory.
 """
 from __future__ import annotations
 
@@ -75,13 +81,56 @@ def one(group: str, n: int, engine: str) -> dict:
             "series": store.n_series, "ets_mase": ev.metrics["ets"]["mase_mean"]}
 
 
+def epoch(group: str, n: int) -> dict:
+    """One training epoch of the model on ``n`` series of ``group``."""
+    import torch
+    from attn_forecast.pipeline.model import model_settings, train_settings
+    from attn_forecast.training.batches import to_device
+    from attn_forecast.training.members import train_model
+    _, period, h, _ = GROUPS[group]
+    p = parse_params({"data": {"kind": "panel"},
+                      "prepare": {"window": 3 * h, "horizon": h, "min_context": 0,
+                                  "val_frac": 0.0, "cal_frac": 0.0, "test_frac": 0.1},
+                      "train": {"epochs": 1, "batch_size": 1024, "ensemble": 1,
+                                "augment_noise": 0.0, "device": "cpu"},
+                      "evaluate": {"conformal": "none"}})
+    t0 = time.perf_counter()
+    store = prepare(p, raw_of(frame(group, n), []), {"name": "synthetic",
+                                                      "resolved": {"values": {}}})
+    t1 = time.perf_counter()
+    data = to_device(store, torch.device("cpu"))
+    _, res = train_model(model_settings(p, store, 0), data["z"], data["train"], data["val"],
+                         train_settings(p), torch.device("cpu"), progress=False,
+                         rows=data["rows"])
+    return {"prepare": t1 - t0, "epoch": res[0].seconds, "windows": len(data["train"]),
+            "series": store.n_series}
+
+
+def model_sizes(sizes: list[int]) -> None:
+    import torch
+    torch.set_num_threads(2)
+    print("| series | training windows | prepare s | epoch s | windows/s | peak RSS MiB |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for total in sizes:
+        rows = [epoch(g, int(round(total * share / sum(v[0] for v in GROUPS.values()))))
+                for g, (share, *_) in GROUPS.items()]
+        n, w = sum(r["series"] for r in rows), sum(r["windows"] for r in rows)
+        sec = {k: sum(r[k] for r in rows) for k in ("prepare", "epoch")}
+        print(f"| {n:,} | {w:,} | {sec['prepare']:.0f} | {sec['epoch']:.1f} | "
+              f"{w / sec['epoch']:,.0f} | {peak_mib(resource.RUSAGE_SELF):.0f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--series", default="10000")
     ap.add_argument("--engines", default="local,dask")
+    ap.add_argument("--model", action="store_true",
+                    help="one training epoch of the model per size instead of the field")
     args = ap.parse_args()
     print("command: python bench/field_scale.py " + " ".join(sys.argv[1:]), flush=True)
+    if args.model:
+        return model_sizes([int(x) for x in args.series.split(",")])
     print("| series | engine | prepare s | field s | evaluate s | ms per series (field) | "
           "peak RSS main MiB | peak RSS worker MiB | ETS mean MASE |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
