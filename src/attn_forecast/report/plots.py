@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.colors import PowerNorm  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from ..io import atomic_path  # noqa: E402
@@ -146,20 +147,52 @@ def overview(path, *, epochs, train_loss, val_loss, t, actual, predicted, weight
 
 def attention_maps(path, *, mean_weights: np.ndarray, example_weights: np.ndarray,
                    dpi: int, labels: list[str] | None = None) -> None:
-    """Per layer and head: the mean weights over the test windows beside one example window.
-    Both arrays (L, H, T, T)."""
-    L, H = mean_weights.shape[:2]
+    """The weights of every layer (rows) and head (columns): the mean over the test windows
+    (left block) beside the first test window (right block), one colour scale per block
+    (square-root, so a head's faint structure shows beside another's sharp peak).
+    Both arrays (L, H, T, T). A fixed grid of small panels (no per-panel colour bar, no
+    layout search), so a deep model's figure stays readable and quick to draw."""
+    L, H, T = mean_weights.shape[:3]
+    labels = labels or [f"t-{T - 1 - i}" if i < T - 1 else "t" for i in range(T)]
+    step = max(1, T // 6)
+    ticks = np.arange(T)[::-1][::step][::-1]         # always ending at the newest input
+    patches = any(".." in label for label in labels)
+    side, gap, left, top, bottom = 2.1, 0.25, 0.9, 0.75, 0.9     # inches
+    grid = H * side + (H - 1) * gap
+    block = grid + 0.3 + 1.8            # the grid, its colour bar, the bar's labels, a margin
+    width, height = left + 2 * block - 1.0, top + bottom + L * side + (L - 1) * gap
+    blocks = (("Mean over test windows", mean_weights), ("First test window", example_weights))
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(L * H, 2, figsize=(9, 3.8 * L * H), squeeze=False)
-        for layer in range(L):
-            for head in range(H):
-                row = layer * H + head
-                tag = f"layer {layer + 1}, head {head + 1}"
-                _heatmap(axes[row, 0], mean_weights[layer, head],
-                         f"Mean over test windows ({tag})", fig, labels)
-                _heatmap(axes[row, 1], example_weights[layer, head],
-                         f"First test window ({tag})", fig, labels)
-        fig.tight_layout()
+        fig = plt.figure(figsize=(width, height))
+        for b, (what, weights) in enumerate(blocks):
+            x0 = left + b * block
+            vmax = float(np.nanmax(weights)) if np.isfinite(weights).any() else 1.0
+            for layer in range(L):
+                for head in range(H):
+                    ax = fig.add_axes((
+                        (x0 + head * (side + gap)) / width,
+                        (bottom + (L - 1 - layer) * (side + gap)) / height,
+                        side / width, side / height))
+                    im = ax.imshow(weights[layer, head], cmap="viridis", aspect="auto",
+                                   norm=PowerNorm(0.5, vmin=0, vmax=vmax))
+                    ax.grid(False)
+                    ax.set_xticks(ticks, [labels[i] for i in ticks] if layer == L - 1
+                                  else [], rotation=90, fontsize=7)
+                    ax.set_yticks(ticks, [labels[i] for i in ticks] if head == 0 else [],
+                                  fontsize=7)
+                    if layer == 0:
+                        ax.set_title(f"head {head + 1}", fontsize=9)
+                    if head == 0:
+                        ax.set_ylabel(f"layer {layer + 1}\nquery position", fontsize=8)
+            cax = fig.add_axes(((x0 + grid + 0.15) / width,
+                                bottom / height, 0.15 / width,
+                                (L * side + (L - 1) * gap) / height))
+            fig.colorbar(im, cax=cax, label="weight")
+            fig.text((x0 + grid / 2) / width, 1 - 0.25 / height, what,
+                     ha="center", va="top", fontsize=11)
+        fig.text(0.5, 0.05 / height, "key position (" + (
+            "patch of input steps" if patches else "input step") + ")",
+            ha="center", va="bottom", fontsize=9)
         _save(fig, path, dpi)
 
 

@@ -200,3 +200,25 @@ def test_the_m4_benchmarks_are_ets_on_the_seasonally_adjusted_series(name, model
     out, _ = forecast_one(name, 12, flat, 60, np.array([60]), 3)
     np.testing.assert_allclose(out[0], AutoETS(season_length=1, model=model, damped=damped)
                                .forecast(flat, h=3)["mean"], rtol=1e-9)
+
+
+def test_statsforecast_loads_without_dask_dataframe_and_dask_still_imports():
+    """A fresh process: fitting a model leaves dask.dataframe unloaded (the 0.8 s its helper
+    library spends on it), and Dask's dataframe imports as usual after."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[3] / "src"
+    code = ("import sys, numpy as np\n"
+            "from attn_forecast.forecasters.statistical import forecast_one\n"
+            "y = np.sin(np.arange(60) / 3) + np.arange(60) / 30\n"
+            "f, _ = forecast_one('ets', 1, y, 50, np.arange(50, 60), 1)\n"
+            "assert f.shape == (10, 1) and np.isfinite(f).all()\n"
+            "assert 'dask.dataframe' not in sys.modules\n"
+            "import dask.dataframe\n"
+            "print(dask.dataframe.DataFrame.__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(src)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "DataFrame"

@@ -81,14 +81,34 @@ def test_overview(tmp_path, arrays):
         "overview.png", "overview_lstm.png"]
 
 
-def test_attention_maps(tmp_path):
+def test_attention_maps(tmp_path, monkeypatch):
+    """Layers in rows, heads in columns: the mean block, then the example's, each panel the
+    weights of its own layer and head, one colour scale per block."""
     rng = np.random.default_rng(1)
-    mean_w = rng.random((2, 2, 5, 5))
-    ex_w = rng.random((2, 2, 5, 5))
+    mean_w = rng.random((3, 2, 5, 5))
+    ex_w = 2 * rng.random((3, 2, 5, 5))
+    shown = []
+    real_save = plots._save
+
+    def keep(fig, path, dpi):
+        for ax in fig.axes:
+            for im in ax.get_images():
+                shown.append((ax.get_title(), ax.get_ylabel(), np.asarray(im.get_array()),
+                              im.norm.vmax))
+        real_save(fig, path, dpi)
+    monkeypatch.setattr(plots, "_save", keep)
     f = tmp_path / "maps.png"
     plots.attention_maps(f, mean_weights=mean_w, example_weights=ex_w, dpi=50)
     _, (width, height) = _png(f)
-    assert height > width  # one row per layer and head
+    assert width > height                      # 3 layers by 2 heads, twice: a wide grid
+    assert len(shown) == 2 * 3 * 2
+    for k, (title, ylabel, array, vmax) in enumerate(shown):
+        block, layer, head = divmod(k, 6)[0], divmod(k, 6)[1] // 2, k % 2
+        want = (mean_w, ex_w)[block][layer, head]
+        np.testing.assert_array_equal(array, want)
+        assert vmax == pytest.approx((mean_w, ex_w)[block].max())
+        assert title == (f"head {head + 1}" if layer == 0 else "")
+        assert ylabel.startswith(f"layer {layer + 1}") if head == 0 else ylabel == ""
 
 
 def test_attention_by_lag(tmp_path, drawn):
