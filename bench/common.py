@@ -26,6 +26,16 @@ ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "ITERATIVE_DO_NOT_TRACK": "1",
        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
+def yardstick(script: Path, seed=42, n=300, epochs=300) -> tuple[dict, float]:
+    """The source's worked example (``script``, its defaults: 300 points, 300 epochs) run as a
+    process: its JSON line and the process's wall seconds."""
+    import json
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, str(script), str(seed), str(n), str(epochs)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1]), time.perf_counter() - t0
+
+
 def peak_rss_mib(cmd: list[str], cwd: Path, limit_s: float | None = None
                  ) -> tuple[float, float, bool]:
     """Run ``cmd``; its peak RSS (MiB, the kernel's VmHWM), wall seconds, and whether it was

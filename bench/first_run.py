@@ -7,9 +7,15 @@ fixed seed, so every run times the same work.
     python bench/first_run.py                      # both files
     python bench/first_run.py --points 8000        # one of them
     python bench/first_run.py -S train.max_steps=100
+    python bench/first_run.py --reference ../shared/reference/seed_reference.py
 
-Prints the command, each stage's seconds (between DVC's "Running stage" lines), the whole
-run's, and the summary's first lines. The clone is removed at the end.
+The clone is made as a user's clone from a server is (`git clone --no-local`: the history in
+one pack; a plain local clone links the source's loose objects, and DVC's temporary copy of
+the project then takes twice as long to fill). Prints the command, each stage's seconds
+(between DVC's "Running stage" lines; the last one includes DVC's experiment commit after it),
+the whole run's, and the summary's first lines; with --reference, the source's worked example
+timed as a process in the same run (its defaults, the median of 3) and each run's ratio to it.
+The clone is removed at the end.
 """
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, timed  # noqa: E402
+from common import ROOT, timed, yardstick  # noqa: E402
 
 FILES = {8000: ("daily", "D"), 150: ("monthly", "MS")}
 
@@ -49,13 +55,17 @@ def main() -> None:
     ap.add_argument("--points", type=int, choices=sorted(FILES), action="append")
     ap.add_argument("-S", dest="sets", action="append", default=[],
                     help="params.yaml key=value on top of the file and its columns")
+    ap.add_argument("--reference", type=Path, help="the source's worked-example script")
     args = ap.parse_args()
+    if args.reference and not args.reference.is_file():
+        ap.error(f"--reference: no such file {args.reference}")
     print("command: python bench/first_run.py " + " ".join(sys.argv[1:]), flush=True)
     work = Path(tempfile.mkdtemp(prefix="attn-first-run-"))
     try:
-        subprocess.run(["git", "clone", "-q", str(ROOT), str(work)], check=True)
+        subprocess.run(["git", "clone", "-q", "--no-local", str(ROOT), str(work)], check=True)
         subprocess.run(["make", "-s", "repro", f"VENV={Path(sys.executable).parents[1]}",
                         "STAMP="], cwd=work, check=True, stdout=subprocess.DEVNULL)
+        whole: dict[int, float] = {}
         for n in args.points or sorted(FILES, reverse=True):
             rel = f"data/external/first_run_{n}.csv"
             series(n).to_csv(work / rel, index=False)
@@ -65,6 +75,7 @@ def main() -> None:
                    f"data.csv_path={rel}", "-S", "data.csv_column=demand", "-S",
                    "data.csv_time_column=date"] + [x for s in args.sets for x in ("-S", s)]
             secs, stages, out = timed(cmd, work)
+            whole[n] = secs
             print(f"\n{n}-point {FILES[n][0]} CSV: {secs:.1f} s from `dvc exp run` to the "
                   "summary")
             for name, s in stages.items():
@@ -73,6 +84,12 @@ def main() -> None:
                 if line.startswith(("prepare:", "train:", "baselines:", "evaluate:",
                                     "note:", "warning")):
                     print("  | " + line[:160])
+        if args.reference:
+            ref = sorted(yardstick(args.reference)[1] for _ in range(3))[1]
+            print(f"\nyardstick: the source's worked example as a process, {ref:.1f} s "
+                  "(median of 3)")
+            for n, secs in whole.items():
+                print(f"  {n}-point CSV: {secs:.1f} s = {secs / ref:.1f}x the yardstick")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

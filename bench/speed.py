@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import shutil
 import subprocess
@@ -41,7 +40,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (ENV, INPUTS, ROOT, run_pipeline, stage_memory,  # noqa: E402
-                    with_overrides)
+                    with_overrides, yardstick)
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 SOURCE = ["prepare.scaler=none", "prepare.window=10", "model.d_model=32", "model.ffn_dim=64",
           "model.n_heads=1", "model.n_layers=1", "model.residual=false",
@@ -59,13 +58,6 @@ LARGE = ["data.n_points=200000", "prepare.window=96", "model.d_model=64", "model
 def quiet(fn, *a, **kw):
     with contextlib.redirect_stdout(io.StringIO()):
         return fn(*a, **kw)
-
-
-def yardstick(script: Path, seed=42, n=300, epochs=300) -> tuple[dict, float]:
-    t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, str(script), str(seed), str(n), str(epochs)],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1]), time.perf_counter() - t0
 
 
 def bench_train_small(ref: Path | None) -> None:
