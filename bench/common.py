@@ -26,6 +26,14 @@ ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "ITERATIVE_DO_NOT_TRACK": "1",
        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
+def clone(dest: Path) -> None:
+    """A fresh clone of the project into ``dest`` as a user's clone from a server is: the
+    history in one pack (``--no-local``). A plain clone of a local path links the source's
+    loose objects, and DVC's temporary copy of the project (``dvc exp run --temp``, each
+    search trial) then takes twice as long to fill (bench/README.md)."""
+    subprocess.run(["git", "clone", "-q", "--no-local", str(ROOT), str(dest)], check=True)
+
+
 def yardstick(script: Path, seed=42, n=300, epochs=300) -> tuple[dict, float]:
     """The source's worked example (``script``, its defaults: 300 points, 300 epochs) run as a
     process: its JSON line and the process's wall seconds."""

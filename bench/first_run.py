@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, timed, yardstick  # noqa: E402
+from common import clone, timed, yardstick  # noqa: E402
 
 FILES = {8000: ("daily", "D"), 150: ("monthly", "MS")}
 
@@ -62,7 +62,7 @@ def main() -> None:
     print("command: python bench/first_run.py " + " ".join(sys.argv[1:]), flush=True)
     work = Path(tempfile.mkdtemp(prefix="attn-first-run-"))
     try:
-        subprocess.run(["git", "clone", "-q", "--no-local", str(ROOT), str(work)], check=True)
+        clone(work)
         subprocess.run(["make", "-s", "repro", f"VENV={Path(sys.executable).parents[1]}",
                         "STAMP="], cwd=work, check=True, stdout=subprocess.DEVNULL)
         whole: dict[int, float] = {}

@@ -17,13 +17,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, timed  # noqa: E402
+from common import clone, timed  # noqa: E402
 
 
 def main() -> None:
@@ -38,7 +37,7 @@ def main() -> None:
     args = ap.parse_args()
     print("command: python bench/m3.py " + " ".join(sys.argv[1:]), flush=True)
     work = Path(tempfile.mkdtemp(prefix="attn-m3-"))
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(work)], check=True)
+    clone(work)
     sets = [f"competitions/params.yaml:{kv}" for kv in
             args.sets + ([f"holdout={args.holdout}"] if args.holdout != "test" else [])]
     if sets:  # the run's own settings: set, as `dvc exp run -S` sets them

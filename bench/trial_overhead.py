@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ENV, ROOT  # noqa: E402
+from common import ENV, ROOT, clone  # noqa: E402
 
 
 def clock(cmd: list[str] | str, cwd: Path) -> float:
@@ -47,7 +47,7 @@ def main() -> None:
     stage = yaml.safe_load((ROOT / pipeline).read_text())["stages"]["trial"]["cmd"]
     work = Path(tempfile.mkdtemp(prefix="attn-trial-"))
     try:
-        subprocess.run(["git", "clone", "-q", str(ROOT), str(work)], check=True)
+        clone(work)
         subprocess.run(["dvc", "pull", "-q", "-r", "store", "--allow-missing"], cwd=work,
                        env=ENV, check=True)   # as make repro: the prior, from the store
         rows = []
