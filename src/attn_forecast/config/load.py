@@ -4,6 +4,7 @@ resolved by the data's profile, every key validated, and the rules that span key
 before any work; anything wrong is one :class:`ParamsError` line."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -142,12 +143,26 @@ def load_params(path: str | Path = "params.yaml", prof: dict | None = None) -> P
     passes the profile prepare recorded, so that every stage resolves ``auto`` as prepare
     did; None: the file's own data's)."""
     raw = read_yaml(path) or {}
-    return parse_params(raw, Path(path).parent, prof)
+    with _naming(path):
+        return parse_params(raw, Path(path).parent, prof)
 
 
 def load_with_choices(path: str | Path = "params.yaml") -> tuple[Params, dict, dict]:
     """A params file's params, what its ``auto`` values became and its profile."""
     raw = read_yaml(path) or {}
-    prof = profile(raw, Path(path).parent) if isinstance(raw, dict) else None
-    p, chosen = resolved(raw, Path(path).parent, prof)
+    with _naming(path):
+        prof = profile(raw, Path(path).parent) if isinstance(raw, dict) else None
+        p, chosen = resolved(raw, Path(path).parent, prof)
     return p, chosen, prof
+
+
+@contextmanager
+def _naming(path: str | Path):
+    """A refused value's line names the file it is in: the messages say ``params.yaml:``,
+    which a file of another name (``attn-forecast params --params other.yaml``) is not."""
+    try:
+        yield
+    except ParamsError as err:
+        if Path(path).name == "params.yaml":
+            raise
+        raise ParamsError(re.sub(r"^params\.yaml: ", f"{path}: ", str(err))) from None

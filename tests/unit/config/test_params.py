@@ -242,6 +242,25 @@ def test_params_resolved_shows_what_every_auto_became_and_why(tmp_path, capsys):
     assert "prepare.val_frac: 0.1 (auto: the real profile)" in out
 
 
+@pytest.mark.parametrize("name", ["other.yaml", "params.yaml"])
+@pytest.mark.parametrize("values,rest", [
+    ({"render": {"dpi": 10}}, "render.dpi must be an integer >= 50, got 10"),         # one key
+    ({"model": {"d_model": 30, "n_heads": 4}},                                        # a rule
+     "model.d_model (30) must be divisible by model.n_heads (4)")])
+def test_a_refused_value_is_named_in_the_file_it_is_in(tmp_path, capsys, name, values, rest):
+    """`attn-forecast params --params other.yaml` (and any reader of that file) names
+    other.yaml, not params.yaml, in its one line."""
+    from attn_forecast.commands.params import main as params_main
+    from attn_forecast.config.load import load_params
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(values))
+    where = str(path) if name != "params.yaml" else "params.yaml"
+    for read in (lambda: load_params(path), lambda: params_main(["--params", str(path)])):
+        with pytest.raises(ParamsError) as info:
+            read()
+        assert str(info.value).startswith(f"{where}: {rest}")
+
+
 def test_every_competition_setting_is_auto_in_params_yaml_so_a_user_run_takes_it():
     """`dvc exp run -S data.kind=competition -S data.subset=monthly` on params.yaml runs what
     the competition pipeline runs: every key its settings name is auto in params.yaml."""
