@@ -6,11 +6,13 @@ these three) and of lengths like M4's shortest (yearly 20-60 values, quarterly 2
 intervals), on ``local`` (this machine's processes) and ``dask`` (a cluster embedded here, a
 worker per core).
 
-    python bench/field_scale.py --series 10000,30000 [--engines local,dask]
+    python bench/field_scale.py --series 10000,30000 [--engines local,dask] [--out FILE]
     python bench/field_scale.py --series 1000,10000,100000 --model
 
 Prints, per size and engine, each step's wall seconds, the cost per series, and the peak
-memory (RSS) of the main process and of the largest worker. With ``--model``: the attention
+memory (RSS) of the main process and of the largest worker (each the largest since this
+process began: run one engine per process for clean figures); ``--out`` also adds each row to
+a JSON file (a list of rows, each with the command and the date). With ``--model``: the attention
 model's side instead, on the same panel: prepare (each group's store, window three horizons),
 then one epoch of the train stage's loop over every training window (batches of 1,024
 gathered from the store's one series tensor as they are drawn: the windows are never all
@@ -125,6 +127,7 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--series", default="10000")
     ap.add_argument("--engines", default="local,dask")
+    ap.add_argument("--out", type=Path, help="add each field row to this JSON file")
     ap.add_argument("--model", action="store_true",
                     help="one training epoch of the model per size instead of the field")
     args = ap.parse_args()
@@ -141,10 +144,29 @@ def main() -> None:
             n = sum(r["series"] for r in rows)
             sec = {k: sum(r[k] for r in rows) for k in ("prepare", "field", "evaluate")}
             mase = np.average([r["ets_mase"] for r in rows], weights=[r["series"] for r in rows])
+            row = {"series": n, "engine": engine, **{f"{k}_s": round(v, 1)
+                                                      for k, v in sec.items()},
+                   "ms_per_series": round(1000 * sec["field"] / n, 1),
+                   "peak_rss_main_mib": round(peak_mib(resource.RUSAGE_SELF)),
+                   "peak_rss_worker_mib": round(peak_mib(resource.RUSAGE_CHILDREN)),
+                   "ets_mase": round(float(mase), 4)}
             print(f"| {n:,} | {engine} | {sec['prepare']:.0f} | {sec['field']:.0f} | "
-                  f"{sec['evaluate']:.0f} | {1000 * sec['field'] / n:.1f} | "
-                  f"{peak_mib(resource.RUSAGE_SELF):.0f} | "
-                  f"{peak_mib(resource.RUSAGE_CHILDREN):.0f} | {mase:.3f} |", flush=True)
+                  f"{sec['evaluate']:.0f} | {row['ms_per_series']:.1f} | "
+                  f"{row['peak_rss_main_mib']} | {row['peak_rss_worker_mib']} | {mase:.3f} |",
+                  flush=True)
+            if args.out:
+                record(args.out, {"command": "python bench/field_scale.py "
+                                  + " ".join(sys.argv[1:]), "date": time.strftime("%Y-%m-%d"),
+                                  **row})
+
+
+def record(path: Path, row: dict) -> None:
+    """``row`` added to the JSON list in ``path`` (written whole, so never half a file)."""
+    import json
+    rows = json.loads(path.read_text()) if path.is_file() else []
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rows + [row], indent=1) + "\n")
+    tmp.replace(path)
 
 
 if __name__ == "__main__":
