@@ -9,11 +9,13 @@ another worker (:data:`RETRIES`), never a missing result: a task that fails ever
 and the stage stops with that error.
 
     tasks --map--> local: ProcessPoolExecutor(jobs)        --> results, in order
-                   dask:  Client(address | LocalCluster).map --> gather, in order
+                   dask:  Client(address | LocalCluster).submit, two batches a
+                          worker thread out at a time --> results, in order
 """
 from __future__ import annotations
 
 import contextlib
+import itertools
 import multiprocessing
 import sys
 from collections.abc import Callable, Iterator
@@ -92,12 +94,30 @@ class Engine:
 
 
 def _dask_map(client, fn: Callable, tasks: list) -> list:
-    # pure=False: a task is run even where another of the same arguments ran (no dedup);
-    # batches of several tasks each keep the scheduler's overhead per task small
-    size = max(1, len(tasks) // (64 * max(1, len(client.scheduler_info()["workers"]))))
-    chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-    futures = client.map(_chunk, [(fn, c) for c in chunks], pure=False, retries=RETRIES)
-    return [r for part in client.gather(futures) for r in part]
+    # batches of several tasks each keep the scheduler's overhead per task small; at most two
+    # batches a worker thread are out at a time, each sent as the one before it comes back, so
+    # this process never holds the whole map's arguments serialized at once (one graph of every
+    # series' values), nor the cluster every result before they are unpacked; pure=False: a
+    # task is run even where another of the same arguments ran (no dedup)
+    from distributed import as_completed
+    threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+    size = max(1, len(tasks) // (64 * max(1, threads)))
+    chunks = iter(enumerate(tasks[i:i + size] for i in range(0, len(tasks), size)))
+    parts: dict[int, list] = {}
+    place: dict[str, int] = {}
+
+    def send(i: int, chunk: list):
+        future = client.submit(_chunk, (fn, chunk), pure=False, retries=RETRIES)
+        place[future.key] = i
+        return future
+
+    running = as_completed([send(i, c) for i, c in itertools.islice(chunks, 2 * max(1, threads))])
+    for future in running:
+        parts[place.pop(future.key)] = future.result()   # raises once its retries are spent
+        future.release()
+        for i, c in itertools.islice(chunks, 1):
+            running.add(send(i, c))
+    return [r for i in range(len(parts)) for r in parts[i]]
 
 
 def _chunk(args: tuple) -> list:

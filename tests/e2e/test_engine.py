@@ -70,3 +70,20 @@ def test_an_address_without_a_scheduler_is_one_line():
                                           r"tcp://127.0.0.1:9"):
         with dask_client("tcp://127.0.0.1:9"):
             pass
+
+
+def _tasks_on_scheduler(x: int) -> int:
+    """How many tasks the scheduler holds while this one runs (asked every tenth task)."""
+    if x % 10:
+        return 0
+    from distributed import get_client
+    return get_client().run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+
+
+def test_the_map_keeps_two_batches_a_worker_out_never_the_whole_map():
+    # 200 tasks on 2 single-threaded workers: 200 batches of one task; sent all at once the
+    # scheduler would hold up to 200 of them; sent as results come back, at most 2 a worker
+    with Engine("dask", jobs=2) as engine:
+        held = engine.map(_tasks_on_scheduler, list(range(200)))
+    assert len(held) == 200 and max(held) >= 1
+    assert max(held) <= 2 * 2, max(held)
