@@ -11,8 +11,10 @@ worker per core).
 
 Prints, per size and engine, each step's wall seconds, the cost per series, and the peak
 memory (RSS) of the main process and of the largest worker (each the largest since this
-process began: run one engine per process for clean figures); ``--out`` also adds each row to
-a JSON file (a list of rows, each with the command and the date). With ``--model``: the attention
+process began: run one engine per process for clean figures), and the same two sampled
+during the field alone (every 0.1 s, any descendant process counting as a worker); ``--out``
+also adds each row to a JSON file (a list of rows, each with the command, the date and the
+commit it ran at). With ``--model``: the attention
 model's side instead, on the same panel: prepare (each group's store, window three horizons),
 then one epoch of the train stage's loop over every training window (batches of 1,024
 gathered from the store's one series tensor as they are drawn: the windows are never all
@@ -22,6 +24,7 @@ second and the process's peak memory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import resource
 import sys
 import time
@@ -31,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT  # noqa: E402, F401  (the project on sys.path)
+from common import ROOT  # noqa: E402  (and the project on sys.path)
 
 from attn_forecast.config.load import parse_params  # noqa: E402
 from attn_forecast.data.long_table import raw_of  # noqa: E402
@@ -63,6 +66,34 @@ def peak_mib(who: int) -> float:
     return resource.getrusage(who).ru_maxrss / 1024
 
 
+class Sampled:
+    """The largest RSS, sampled every 0.1 s while the block runs, of this process (``main``)
+    and of any one of its descendants (``worker``: a pool's process, a Dask worker), in MiB."""
+
+    def __enter__(self) -> Sampled:
+        import threading
+        self.main = self.worker = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        import psutil
+        me = psutil.Process()
+        while True:
+            self.main = max(self.main, me.memory_info().rss / 2**20)
+            for child in me.children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    self.worker = max(self.worker, child.memory_info().rss / 2**20)
+            if self._stop.wait(0.1):
+                return
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def one(group: str, n: int, engine: str) -> dict:
     _, period, h, (lo, _) = GROUPS[group]
     p = parse_params({"data": {"kind": "panel"},
@@ -74,13 +105,15 @@ def one(group: str, n: int, engine: str) -> dict:
     raw = raw_of(frame(group, n), [])
     store = prepare(p, raw, {"name": "synthetic", "resolved": {"values": {}}})
     t1 = time.perf_counter()
-    fs = field(p, store, period, None)
+    with Sampled() as mem:
+        fs = field(p, store, period, None)
     t2 = time.perf_counter()
     model = type(fs)(fs.ends, {}, fs.taus, [], {"data": store.key()})
     ev = score(p, store, model, fs, period)
     t3 = time.perf_counter()
     return {"prepare": t1 - t0, "field": t2 - t1, "evaluate": t3 - t2,
-            "series": store.n_series, "ets_mase": ev.metrics["ets"]["mase_mean"]}
+            "series": store.n_series, "ets_mase": ev.metrics["ets"]["mase_mean"],
+            "field_main": mem.main, "field_worker": mem.worker}
 
 
 def epoch(group: str, n: int) -> dict:
@@ -135,8 +168,9 @@ def main() -> None:
     if args.model:
         return model_sizes([int(x) for x in args.series.split(",")])
     print("| series | engine | prepare s | field s | evaluate s | ms per series (field) | "
-          "peak RSS main MiB | peak RSS worker MiB | ETS mean MASE |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+          "peak RSS main MiB | peak RSS worker MiB | in the field: main MiB | worker MiB | "
+          "ETS mean MASE |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for total in (int(x) for x in args.series.split(",")):
         for engine in args.engines.split(","):
             rows = [one(g, int(round(total * share / sum(v[0] for v in GROUPS.values()))),
@@ -149,15 +183,30 @@ def main() -> None:
                    "ms_per_series": round(1000 * sec["field"] / n, 1),
                    "peak_rss_main_mib": round(peak_mib(resource.RUSAGE_SELF)),
                    "peak_rss_worker_mib": round(peak_mib(resource.RUSAGE_CHILDREN)),
+                   "field_peak_main_mib": round(max(r["field_main"] for r in rows)),
+                   "field_peak_worker_mib": round(max(r["field_worker"] for r in rows)),
                    "ets_mase": round(float(mase), 4)}
             print(f"| {n:,} | {engine} | {sec['prepare']:.0f} | {sec['field']:.0f} | "
                   f"{sec['evaluate']:.0f} | {row['ms_per_series']:.1f} | "
-                  f"{row['peak_rss_main_mib']} | {row['peak_rss_worker_mib']} | {mase:.3f} |",
+                  f"{row['peak_rss_main_mib']} | {row['peak_rss_worker_mib']} | "
+                  f"{row['field_peak_main_mib']} | {row['field_peak_worker_mib']} | {mase:.3f} |",
                   flush=True)
             if args.out:
                 record(args.out, {"command": "python bench/field_scale.py "
                                   + " ".join(sys.argv[1:]), "date": time.strftime("%Y-%m-%d"),
+                                  "commit": commit(),
                                   **row})
+
+
+def commit() -> str:
+    """The project's commit (a ``+`` where the work tree differs from it)."""
+    import subprocess
+    git = ["git", "-C", str(ROOT)]
+    rev = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return rev + ("+" if dirty else "")
 
 
 def record(path: Path, row: dict) -> None:
