@@ -95,29 +95,42 @@ class Engine:
 
 def _dask_map(client, fn: Callable, tasks: list) -> list:
     # batches of several tasks each keep the scheduler's overhead per task small; at most two
-    # batches a worker thread are out at a time, each sent as the one before it comes back, so
-    # this process never holds the whole map's arguments serialized at once (one graph of every
-    # series' values), nor the cluster every result before they are unpacked; pure=False: a
-    # task is run even where another of the same arguments ran (no dedup)
+    # batches a worker thread are out at a time (the threads counted anew as each batch comes
+    # back: a cluster that grows is used), the next sent as one comes back, so this process
+    # never holds the whole map's arguments serialized at once (one graph of every series'
+    # values), nor the cluster every result before they are unpacked; pure=False: a task is
+    # run even where another of the same arguments ran (no dedup)
     from distributed import as_completed
-    threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
-    size = max(1, len(tasks) // (64 * max(1, threads)))
+    if not tasks:
+        return []
+    client.wait_for_workers(1)
+    size = max(1, len(tasks) // (64 * _threads(client)))
     chunks = iter(enumerate(tasks[i:i + size] for i in range(0, len(tasks), size)))
     parts: dict[int, list] = {}
-    place: dict[str, int] = {}
+    out: dict[str, tuple[int, object]] = {}     # key -> (batch, future), while out
 
     def send(i: int, chunk: list):
         future = client.submit(_chunk, (fn, chunk), pure=False, retries=RETRIES)
-        place[future.key] = i
+        out[future.key] = (i, future)
         return future
 
-    running = as_completed([send(i, c) for i, c in itertools.islice(chunks, 2 * max(1, threads))])
-    for future in running:
-        parts[place.pop(future.key)] = future.result()   # raises once its retries are spent
-        future.release()
-        for i, c in itertools.islice(chunks, 1):
-            running.add(send(i, c))
+    running = as_completed([send(i, c) for i, c in itertools.islice(chunks, 2 * _threads(client))])
+    try:
+        for future in running:
+            parts[out[future.key][0]] = future.result()   # raises once its retries are spent
+            del out[future.key]
+            future.release()
+            for i, c in itertools.islice(chunks, max(0, 2 * _threads(client) - len(out))):
+                running.add(send(i, c))
+    finally:      # a batch that failed stops the map: the others out are cancelled, not left
+        if out:
+            client.cancel([f for _, f in out.values()])
     return [r for i in range(len(parts)) for r in parts[i]]
+
+
+def _threads(client) -> int:
+    """The cluster's worker threads now (at least 1)."""
+    return max(1, sum(client.nthreads().values()))
 
 
 def _chunk(args: tuple) -> list:
