@@ -73,25 +73,35 @@ class Sampled:
     def __enter__(self) -> Sampled:
         import threading
         self.main = self.worker = 0.0
+        self._error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
         return self
 
     def _watch(self) -> None:
+        try:
+            while True:
+                self._sample()
+                if self._stop.wait(0.1):
+                    return
+        except BaseException as err:       # re-raised by __exit__: never a silent 0 MiB
+            self._error = err
+
+    def _sample(self) -> None:
         import psutil
         me = psutil.Process()
-        while True:
-            self.main = max(self.main, me.memory_info().rss / 2**20)
-            for child in me.children(recursive=True):
-                with contextlib.suppress(psutil.Error):
-                    self.worker = max(self.worker, child.memory_info().rss / 2**20)
-            if self._stop.wait(0.1):
-                return
+        self.main = max(self.main, me.memory_info().rss / 2**20)
+        for child in me.children(recursive=True):
+            with contextlib.suppress(psutil.Error):     # a process that ended meanwhile
+                self.worker = max(self.worker, child.memory_info().rss / 2**20)
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        if self._error is not None:
+            raise RuntimeError(f"memory sampling failed: {self._error!r}") from self._error
+        self._sample()                                  # and once more at the end
 
 
 def one(group: str, n: int, engine: str) -> dict:
@@ -165,6 +175,7 @@ def main() -> None:
                     help="one training epoch of the model per size instead of the field")
     args = ap.parse_args()
     print("command: python bench/field_scale.py " + " ".join(sys.argv[1:]), flush=True)
+    at = commit()
     if args.model:
         return model_sizes([int(x) for x in args.series.split(",")])
     print("| series | engine | prepare s | field s | evaluate s | ms per series (field) | "
@@ -194,18 +205,20 @@ def main() -> None:
             if args.out:
                 record(args.out, {"command": "python bench/field_scale.py "
                                   + " ".join(sys.argv[1:]), "date": time.strftime("%Y-%m-%d"),
-                                  "commit": commit(),
+                                  "commit": at,
                                   **row})
 
 
 def commit() -> str:
-    """The project's commit (a ``+`` where the work tree differs from it)."""
+    """The project's commit (a ``+`` where the work tree differs from it outside bench/results,
+    where the rows are written)."""
     import subprocess
     git = ["git", "-C", str(ROOT)]
     rev = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
-    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
+                         text=True, check=True).stdout.strip()
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            ":(exclude)bench/results"], capture_output=True, text=True,
+                           check=True).stdout.strip()
     return rev + ("+" if dirty else "")
 
 
