@@ -144,6 +144,73 @@ def seed_spread(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def field_scale(root: Path) -> str:
+    """bench/field_scale.py's committed rows (bench/results/field_scale.json, each with the
+    command, the date and the commit it ran at, where recorded): the statistical field on a
+    synthetic panel of M4's shape, by size and engine: each step's seconds, the cost per series,
+    the peak memory of the main process and of the largest worker (since the process began, and
+    during the field alone), and ETS's mean MASE. A cell the row does not hold is left blank."""
+    cols = [("prepare_s", "prepare s", "{:.0f}"), ("field_s", "field s", "{:,.0f}"),
+            ("evaluate_s", "evaluate s", "{:.0f}"),
+            ("ms_per_series", "ms per series (field)", "{:.1f}"),
+            ("peak_rss_main_mib", "peak RSS main MiB", "{:,}"),
+            ("peak_rss_worker_mib", "peak RSS worker MiB", "{:,}"),
+            ("field_peak_main_mib", "in the field: main MiB", "{:,}"),
+            ("field_peak_worker_mib", "in the field: worker MiB", "{:,}"),
+            ("ets_mase", "ETS mean MASE", "{:.3f}")]
+    rows = sorted(_read(root, "bench/results/field_scale.json"),
+                  key=lambda r: (r["series"], r["engine"]))
+    lines = ["| series | engine | " + " | ".join(c[1] for c in cols) + " | date | commit |",
+             "|---:|---|" + "---:|" * len(cols) + "---|---|"]
+    for r in rows:
+        cells = [fmt.format(r[key]) if r.get(key) is not None else "" for key, _, fmt in cols]
+        lines.append(f"| {r['series']:,} | {r['engine']} | " + " | ".join(cells) +
+                     f" | {r['date']} | {r.get('commit') or ''} |")
+    return "\n".join(lines) + "\n"
+
+
+def _near(latest: dict, size: int, engine: str) -> dict | None:
+    """The latest row of ``engine`` whose series count is within 10 % of ``size``."""
+    rows = [r for (n, e), r in latest.items() if e == engine and abs(n - size) <= size / 10]
+    return min(rows, key=lambda r: abs(r["series"] - size)) if rows else None
+
+
+def field_scale_targets(root: Path) -> str:
+    """issue 39's three targets, from the latest row of each size and engine in
+    bench/results/field_scale.json: the cost per series at 100,000 series within 1.2x of that
+    at 10,000 (each engine), each other engine within 1.3x of ``local`` (each size both ran),
+    and every process's peak memory (since its process began: prepare, the field and
+    evaluate) under 2 GiB (each size and engine). A ratio is judged as printed (two
+    decimals); a target without its rows says so."""
+    latest = {(r["series"], r["engine"]): r for r in _read(root, "bench/results/field_scale.json")}
+    engines = sorted({e for _, e in latest}, key=lambda e: (e != "local", e))
+    lines = ["| target | measured | met |", "|---|---|---|"]
+
+    def ratio(a: float, b: float, limit: float) -> str:
+        x = round(a / b, 2)
+        return f"{a:.1f} / {b:.1f} = {x:.2f}x | {'yes' if x <= limit else '**no**'}"
+    for e in engines:
+        small, big = _near(latest, 10_000, e), _near(latest, 100_000, e)
+        name = f"{e}: ms per series at 100,000 within 1.2x of 10,000"
+        lines.append(f"| {name} | " + (ratio(big["ms_per_series"], small["ms_per_series"], 1.2)
+                                      if small and big else "not measured |") + " |")
+    for n in sorted({n for n, _ in latest}):
+        for e in engines[1:]:
+            if (n, "local") in latest and (n, e) in latest:
+                lines.append(f"| {n:,} series: {e} within 1.3x of local | " + ratio(
+                    latest[n, e]["ms_per_series"], latest[n, "local"]["ms_per_series"], 1.3)
+                    + " |")
+    for (n, e), r in sorted(latest.items(), key=lambda kv: (kv[0][0], engines.index(kv[0][1]))):
+        main, worker = r.get("peak_rss_main_mib"), r.get("peak_rss_worker_mib")
+        if main is None or worker is None:
+            lines.append(f"| {n:,} series, {e}: every process under 2 GiB | not recorded | |")
+            continue
+        lines.append(f"| {n:,} series, {e}: every process under 2 GiB | main {main:,} MiB, "
+                     f"largest worker {worker:,} MiB | "
+                     f"{'yes' if max(main, worker) < 2048 else '**no**'} |")
+    return "\n".join(lines) + "\n"
+
+
 def _bold(n: str) -> str:
     return f"**{n}**" if n in BOLD else n
 
@@ -152,7 +219,9 @@ BLOCKS: dict[str, Callable[[Path], str]] = {"m3-points": m3_points,
                                             "m3-intervals": m3_intervals,
                                             "m3-targets": m3_targets, "m3-sign": m3_sign,
                                             "ensembles": ensembles,
-                                            "seed-spread": seed_spread}
+                                            "seed-spread": seed_spread,
+                                            "field-scale": field_scale,
+                                            "field-scale-targets": field_scale_targets}
 
 
 def refreshed(text: str, root: Path) -> str:

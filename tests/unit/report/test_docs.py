@@ -28,3 +28,72 @@ def test_a_changed_figure_in_a_block_is_found():
     name = next(iter(BLOCKS))
     text = f"<!-- generated: {name} -->\n| stale | 1.00 |\n<!-- /generated -->\n"
     assert refreshed(text, ROOT) != text
+
+
+def test_the_field_scale_table_is_each_committed_row_sorted_a_missing_cell_blank(tmp_path):
+    import json
+
+    from attn_forecast.report.docs import field_scale
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    common = {"prepare_s": 1.2, "field_s": 3456.7, "evaluate_s": 5.0, "ms_per_series": 34.6,
+              "peak_rss_main_mib": 1810, "peak_rss_worker_mib": 1661, "ets_mase": 1.04431,
+              "date": "2026-12-03"}
+    rows = [{"series": 100000, "engine": "dask", **common},
+            {"series": 10000, "engine": "local", **common, "field_peak_main_mib": 505,
+             "field_peak_worker_mib": 495, "commit": "3dbfccd"}]
+    (tmp_path / "bench/results/field_scale.json").write_text(json.dumps(rows))
+    lines = field_scale(tmp_path).splitlines()
+    assert len(lines) == 4 and lines[0].startswith("| series | engine | prepare s |")
+    assert lines[2] == ("| 10,000 | local | 1 | 3,457 | 5 | 34.6 | 1,810 | 1,661 | 505 | 495 "
+                        "| 1.044 | 2026-12-03 | 3dbfccd |")
+    assert lines[3] == ("| 100,000 | dask | 1 | 3,457 | 5 | 34.6 | 1,810 | 1,661 |  |  "
+                        "| 1.044 | 2026-12-03 |  |")
+
+
+def test_the_field_scale_targets_read_the_latest_row_of_each_size_and_engine(tmp_path):
+    import json
+
+    from attn_forecast.report.docs import field_scale_targets
+
+    def row(n, engine, ms, main, worker=500):
+        return {"series": n, "engine": engine, "ms_per_series": ms, "date": "2026-12-03",
+                "peak_rss_main_mib": main, "peak_rss_worker_mib": worker}
+    rows = [row(100000, "dask", 50.0, 2812),             # an earlier run, superseded below
+            row(10000, "local", 30.0, 500), row(10000, "dask", 36.0, 600),
+            row(100000, "local", 33.0, 1810), row(100000, "dask", 34.0, 1900, 2100)]
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench/results/field_scale.json").write_text(json.dumps(rows))
+    lines = field_scale_targets(tmp_path).splitlines()[2:]
+    assert lines == [
+        "| local: ms per series at 100,000 within 1.2x of 10,000 | 33.0 / 30.0 = 1.10x | yes |",
+        "| dask: ms per series at 100,000 within 1.2x of 10,000 | 34.0 / 36.0 = 0.94x | yes |",
+        "| 10,000 series: dask within 1.3x of local | 36.0 / 30.0 = 1.20x | yes |",
+        "| 100,000 series: dask within 1.3x of local | 34.0 / 33.0 = 1.03x | yes |",
+        "| 10,000 series, local: every process under 2 GiB | main 500 MiB, largest worker "
+        "500 MiB | yes |",
+        "| 10,000 series, dask: every process under 2 GiB | main 600 MiB, largest worker "
+        "500 MiB | yes |",
+        "| 100,000 series, local: every process under 2 GiB | main 1,810 MiB, largest worker "
+        "500 MiB | yes |",
+        "| 100,000 series, dask: every process under 2 GiB | main 1,900 MiB, largest worker "
+        "2,100 MiB | **no** |"]
+
+
+def test_a_field_scale_target_without_its_rows_says_so_and_a_ratio_is_judged_as_printed(
+        tmp_path):
+    import json
+
+    from attn_forecast.report.docs import field_scale_targets
+    rows = [{"series": 9998, "engine": "local", "ms_per_series": 30.0, "date": "2026-12-03",
+             "peak_rss_main_mib": 500, "peak_rss_worker_mib": 400},
+            {"series": 100001, "engine": "local", "ms_per_series": 36.14, "date": "2026-12-03"},
+            {"series": 100001, "engine": "dask", "ms_per_series": 40.0, "date": "2026-12-03",
+             "peak_rss_main_mib": 2047, "peak_rss_worker_mib": 2048}]
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench/results/field_scale.json").write_text(json.dumps(rows))
+    lines = field_scale_targets(tmp_path).splitlines()[2:]
+    assert lines[:2] == [
+        "| local: ms per series at 100,000 within 1.2x of 10,000 | 36.1 / 30.0 = 1.20x | yes |",
+        "| dask: ms per series at 100,000 within 1.2x of 10,000 | not measured | |"]
+    assert "| 100,001 series, local: every process under 2 GiB | not recorded | |" in lines
+    assert lines[-1].endswith("largest worker 2,048 MiB | **no** |")
