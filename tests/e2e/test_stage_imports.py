@@ -123,3 +123,17 @@ def test_the_launcher_pins_before_it_loads_numpy_or_torch():
     assert out["loaded"] == []
     from attn_forecast.cpu import pins
     assert out["pins"] == pins()          # every pin this CPU takes is set ({} off x86-64)
+
+
+def test_the_baselines_field_loads_torch_only_for_the_zero_shot_prior():
+    """Running, not only imported: the field of the default baselines leaves torch unloaded
+    (a second or more of every baselines stage); naming the prior's zero-shot loads it."""
+    code = ("import json, sys; from attn_forecast.config.load import parse_params; "
+            "from attn_forecast.pipeline.field import field_of; out = []\n"
+            "for names in (['naive', 'ets', 'theta', 'ridge'], ['naive', 'zeroshot']):\n"
+            "    chosen, _ = field_of(parse_params({'evaluate': {'baselines': names, "
+            "'blend': [], 'season': 12}}), 12, False, 'models/pretrained.pt', jobs=1)\n"
+            "    out.append([[f.name for f in chosen], 'torch' in sys.modules])\n"
+            "print(json.dumps(out))")
+    assert _fresh_python(code) == [[["naive", "ets", "theta", "ridge"], False],
+                                   [["naive", "zeroshot"], True]]

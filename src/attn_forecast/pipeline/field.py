@@ -20,13 +20,15 @@ def field_of(p: Params, season: int, features: bool, prior: str | None,
     """The forecasters ``evaluate.baselines`` names (the zero-shot prior where it is named, in
     its place) and the blend's other members, and those that cannot run here with the
     reason; the statistical ones run by ``engine`` (default: :func:`engine_of`)."""
-    from ..forecasters.zeroshot import ZeroShot
     e = p.evaluate
     names = list(dict.fromkeys([*e.baselines, *(m for m in e.blend if m != "model")]))
+    given = None
+    if "zeroshot" in e.baselines:    # torch, imported only then (a second or more a stage)
+        from ..forecasters.zeroshot import ZeroShot
+        given = {"zeroshot": ZeroShot(prior)}
     chosen, unavailable = baselines(
         names, season=season, ridge_alpha=e.ridge_alpha, features=features,
-        engine=engine if engine is not None else engine_of(p, jobs),
-        given={"zeroshot": ZeroShot(prior)} if "zeroshot" in e.baselines else None)
+        engine=engine if engine is not None else engine_of(p, jobs), given=given)
     why = "auto: none found in the training parts" if e.season == "auto" else \
         f"{e.season}; set a period or auto"
     if e.blend and all(m in unavailable for m in e.blend):   # a blend of nothing
