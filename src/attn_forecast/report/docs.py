@@ -149,7 +149,8 @@ def field_scale(root: Path) -> str:
     command, the date and the commit it ran at, where recorded): the statistical field on a
     synthetic panel of M4's shape, by size and engine: each step's seconds, the cost per series,
     the peak memory of the main process and of the largest worker (since the process began, and
-    during the field alone), and ETS's mean MASE. A cell the row does not hold is left blank."""
+    during the field alone), and ETS's mean MASE. A cell the row does not hold is left blank; a
+    row's note (how it was run) is numbered under the table."""
     cols = [("prepare_s", "prepare s", "{:.0f}"), ("field_s", "field s", "{:,.0f}"),
             ("evaluate_s", "evaluate s", "{:.0f}"),
             ("ms_per_series", "ms per series (field)", "{:.1f}"),
@@ -162,11 +163,16 @@ def field_scale(root: Path) -> str:
                   key=lambda r: (r["series"], r["engine"]))
     lines = ["| series | engine | " + " | ".join(c[1] for c in cols) + " | date | commit |",
              "|---:|---|" + "---:|" * len(cols) + "---|---|"]
+    notes: dict[str, int] = {}          # a note's text -> its number (one per distinct note)
     for r in rows:
         cells = [fmt.format(r[key]) if r.get(key) is not None else "" for key, _, fmt in cols]
-        lines.append(f"| {r['series']:,} | {r['engine']} | " + " | ".join(cells) +
+        if r.get("note"):
+            notes.setdefault(r["note"], len(notes) + 1)
+        mark = f" ({notes[r['note']]})" if r.get("note") else ""
+        lines.append(f"| {r['series']:,}{mark} | {r['engine']} | " + " | ".join(cells) +
                      f" | {r['date']} | {r.get('commit') or ''} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + ([""] + [f"({i}) {n}" for n, i in notes.items()]
+                               if notes else [])) + "\n"
 
 
 def _near(latest: dict, size: int, engine: str) -> dict | None:

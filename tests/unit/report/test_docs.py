@@ -38,15 +38,16 @@ def test_the_field_scale_table_is_each_committed_row_sorted_a_missing_cell_blank
     common = {"prepare_s": 1.2, "field_s": 3456.7, "evaluate_s": 5.0, "ms_per_series": 34.6,
               "peak_rss_main_mib": 1810, "peak_rss_worker_mib": 1661, "ets_mase": 1.04431,
               "date": "2026-12-03"}
-    rows = [{"series": 100000, "engine": "dask", **common},
+    rows = [{"series": 100000, "engine": "dask", **common, "note": "a shared machine"},
             {"series": 10000, "engine": "local", **common, "field_peak_main_mib": 505,
-             "field_peak_worker_mib": 495, "commit": "3dbfccd"}]
+             "field_peak_worker_mib": 495, "commit": "3dbfccd", "note": "a shared machine"}]
     (tmp_path / "bench/results/field_scale.json").write_text(json.dumps(rows))
     lines = field_scale(tmp_path).splitlines()
-    assert len(lines) == 4 and lines[0].startswith("| series | engine | prepare s |")
-    assert lines[2] == ("| 10,000 | local | 1 | 3,457 | 5 | 34.6 | 1,810 | 1,661 | 505 | 495 "
+    assert len(lines) == 6 and lines[0].startswith("| series | engine | prepare s |")
+    assert lines[-2:] == ["", "(1) a shared machine"]
+    assert lines[2] == ("| 10,000 (1) | local | 1 | 3,457 | 5 | 34.6 | 1,810 | 1,661 | 505 | 495 "
                         "| 1.044 | 2026-12-03 | 3dbfccd |")
-    assert lines[3] == ("| 100,000 | dask | 1 | 3,457 | 5 | 34.6 | 1,810 | 1,661 |  |  "
+    assert lines[3] == ("| 100,000 (1) | dask | 1 | 3,457 | 5 | 34.6 | 1,810 | 1,661 |  |  "
                         "| 1.044 | 2026-12-03 |  |")
 
 
