@@ -1,25 +1,26 @@
 """The statistical field on a panel of M4's shape, at scale: a synthetic panel (no download) of
 yearly, quarterly and monthly series in the M4 competition's proportions (23 %, 24 %, 53 % of
 these three) and of lengths like M4's shortest (yearly 20-60 values, quarterly 24-120, monthly
-48-240; horizons 6, 8 and 18), through the pipeline's own steps in one process each: prepare
-(the store), the field (ETS, Theta, Naive2, with their quantiles) and evaluate (points and
-intervals), on ``local`` (this machine's processes) and ``dask`` (a cluster embedded here, a
-worker per core).
+48-240; horizons 6, 8 and 18), through the pipeline's own steps, each in its own process as
+`dvc repro` runs its stages, the store and the forecasts handed on in files as the stages hand
+them on: prepare (the panel made and prepared, the store written), the field (the store
+loaded memory-mapped; ETS, Theta, Naive2, with their quantiles; the forecasts written) and
+evaluate (points and intervals), on ``local`` (this machine's processes) and ``dask`` (a
+cluster embedded in the field's process, a worker per core).
 
     python bench/field_scale.py --series 10000,30000 [--engines local,dask] [--out FILE]
     python bench/field_scale.py --series 1000,10000,100000 --model
 
-Prints, per size and engine, each step's wall seconds, the cost per series, and the peak
-memory (RSS) of the main process and of the largest worker (each the largest since this
-process began: run one engine per process for clean figures), and the same two sampled
-during the field alone (every 0.1 s, any descendant process counting as a worker); ``--out``
-also adds each row to a JSON file (a list of rows, each with the command, the date and the
-commit it ran at). With ``--model``: the attention
-model's side instead, on the same panel: prepare (each group's store, window three horizons),
-then one epoch of the train stage's loop over every training window (batches of 1,024
-gathered from the store's one series tensor as they are drawn: the windows are never all
-materialized; the default architecture, one thread per core), its seconds, windows per
-second and the process's peak memory.
+Prints, per size and engine, each step's wall seconds (inside its process: the interpreter's
+start and imports left out), the cost per series, and each process's peak memory (RSS, the
+largest of the three groups): prepare's, the field's main process, its largest worker (sampled
+every 0.1 s during the field, any descendant counting) and evaluate's. ``--out`` also adds each
+row to a JSON file (a list of rows, each with the command, the date and the commit it ran at).
+With ``--model``: the attention model's side instead, on the same panel: prepare (each group's
+store, window three horizons), then one epoch of the train stage's loop over every training
+window (batches of 1,024 gathered from the store's one series tensor as they are drawn: the
+windows are never all materialized; the default architecture, one thread per core), its
+seconds, windows per second and the process's peak memory.
 """
 from __future__ import annotations
 
@@ -31,13 +32,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT  # noqa: E402  (and the project on sys.path)
 
 from attn_forecast.config.load import parse_params  # noqa: E402
-from attn_forecast.data.long_table import raw_of  # noqa: E402
+from attn_forecast.data.long_table import Raw  # noqa: E402
 from attn_forecast.data.sources import panel_series  # noqa: E402
 from attn_forecast.pipeline.data import prepare  # noqa: E402
 from attn_forecast.pipeline.field import field  # noqa: E402
@@ -48,18 +48,20 @@ GROUPS = {"yearly": (0.23, 1, 6, (20, 60)), "quarterly": (0.24, 4, 8, (24, 120))
 FIELD = ["naive2", "ets", "theta"]
 
 
-def frame(group: str, n: int, seed: int = 0) -> pd.DataFrame:
-    """``n`` series of ``group``: each its length drawn from the group's range (+ horizon)."""
+def panel(group: str, n: int, seed: int = 0) -> Raw:
+    """``n`` series of ``group``, each its length drawn from the group's range (+ horizon), as
+    the flat arrays prepare reads from the generate stage's long table (no table of strings
+    a row in between: the panel's own cost, not the pipeline's)."""
     _, period, h, (lo, hi) = GROUPS[group]
     lengths = np.random.default_rng([seed, period]).integers(lo, hi + 1, n) + h
     parts = [panel_series(i, int(k), seed + period, 0.15, 0.002)[0]
              for i, k in enumerate(lengths)]
     width = len(str(n))
-    return pd.DataFrame({"id": np.repeat([f"{group[0]}{i:0{width}d}" for i in range(n)],
-                                         lengths),
-                         "t": np.concatenate([np.arange(k) for k in lengths]),
-                         "value": np.abs(np.concatenate(parts)) + 1.0,
-                         "signal": np.nan, "horizon": h, "period": period})
+    return Raw(np.array([f"{group[0]}{i:0{width}d}" for i in range(n)]),
+               np.r_[0, np.cumsum(lengths)].astype(np.int64),
+               np.concatenate([np.arange(k) for k in lengths]).astype(float),
+               np.abs(np.concatenate(parts)) + 1.0, np.full(int(lengths.sum()), np.nan),
+               horizons=np.full(n, h, dtype=np.int64), periods=np.full(n, period, dtype=np.int64))
 
 
 def peak_mib(who: int) -> float:
@@ -104,26 +106,58 @@ class Sampled:
         self._sample()                                  # and once more at the end
 
 
-def one(group: str, n: int, engine: str) -> dict:
-    _, period, h, (lo, _) = GROUPS[group]
-    p = parse_params({"data": {"kind": "panel"},
-                      "prepare": {"window": 1, "horizon": h, "min_context": 0,
-                                  "val_frac": 0.0, "cal_frac": 0.0},
-                      "evaluate": {"season": period, "baselines": FIELD, "blend": [],
-                                   "conformal": "none", "engine": engine}})
+def params(group: str, engine: str):
+    _, period, h, _ = GROUPS[group]
+    return parse_params({"data": {"kind": "panel"},
+                         "prepare": {"window": 1, "horizon": h, "min_context": 0,
+                                     "val_frac": 0.0, "cal_frac": 0.0},
+                         "evaluate": {"season": period, "baselines": FIELD, "blend": [],
+                                      "conformal": "none", "engine": engine}})
+
+
+def step(name: str, group: str, n: int, engine: str, folder: Path) -> dict:
+    """One step of one group, in this process: its seconds and this process's peak memory;
+    the store in ``folder``/store, the forecasts in ``folder``/field.npz."""
+    from attn_forecast.data import store_io
+    from attn_forecast.forecasters import saved
+    p, period = params(group, engine), GROUPS[group][1]
     t0 = time.perf_counter()
-    raw = raw_of(frame(group, n), [])
-    store = prepare(p, raw, {"name": "synthetic", "resolved": {"values": {}}})
-    t1 = time.perf_counter()
-    with Sampled() as mem:
-        fs = field(p, store, period, None)
-    t2 = time.perf_counter()
-    model = type(fs)(fs.ends, {}, fs.taus, [], {"data": store.key()})
-    ev = score(p, store, model, fs, period)
-    t3 = time.perf_counter()
-    return {"prepare": t1 - t0, "field": t2 - t1, "evaluate": t3 - t2,
-            "series": store.n_series, "ets_mase": ev.metrics["ets"]["mase_mean"],
-            "field_main": mem.main, "field_worker": mem.worker}
+    out: dict = {}
+    if name == "prepare":
+        store = prepare(p, panel(group, n),
+                        {"name": "synthetic", "resolved": {"values": {}}})
+        store_io.save(folder / "store", store)
+        out["series"] = store.n_series
+    elif name == "field":
+        store = store_io.load(folder / "store")
+        with Sampled() as mem:
+            fs = field(p, store, period, None)
+        saved.save(folder / "field.npz", fs)
+        out.update(worker_sampled=mem.worker, worker=peak_mib(resource.RUSAGE_CHILDREN))
+    else:
+        store = store_io.load(folder / "store")
+        fs = saved.load(folder / "field.npz")
+        model = type(fs)(fs.ends, {}, fs.taus, [], {"data": store.key()})
+        out["ets_mase"] = score(p, store, model, fs, period).metrics["ets"]["mase_mean"]
+    return {"seconds": time.perf_counter() - t0, "peak": peak_mib(resource.RUSAGE_SELF), **out}
+
+
+def one(group: str, n: int, engine: str) -> dict:
+    """The three steps of one group, each a process of its own (this script with --step)."""
+    import json
+    import subprocess
+    import tempfile
+    res: dict = {}
+    with tempfile.TemporaryDirectory(prefix="field_scale_") as tmp:
+        for name in ("prepare", "field", "evaluate"):
+            done = subprocess.run([sys.executable, __file__, "--step", name, "--group", group,
+                                   "--n", str(n), "--engine", engine, "--dir", tmp],
+                                  stdout=subprocess.PIPE, text=True)
+            if done.returncode:
+                raise SystemExit(f"field_scale: the {name} step of {n:,} {group} series on "
+                                 f"{engine} failed (exit {done.returncode}; its error above)")
+            res[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    return res
 
 
 def epoch(group: str, n: int) -> dict:
@@ -140,7 +174,7 @@ def epoch(group: str, n: int) -> dict:
                                 "augment_noise": 0.0, "device": "cpu"},
                       "evaluate": {"conformal": "none"}})
     t0 = time.perf_counter()
-    store = prepare(p, raw_of(frame(group, n), []), {"name": "synthetic",
+    store = prepare(p, panel(group, n), {"name": "synthetic",
                                                       "resolved": {"values": {}}})
     t1 = time.perf_counter()
     data = to_device(store, torch.device("cpu"))
@@ -173,35 +207,48 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="add each field row to this JSON file")
     ap.add_argument("--model", action="store_true",
                     help="one training epoch of the model per size instead of the field")
+    ap.add_argument("--step", choices=("prepare", "field", "evaluate"), help=argparse.SUPPRESS)
+    ap.add_argument("--group", choices=list(GROUPS), help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--engine", help=argparse.SUPPRESS)
+    ap.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.step:                     # one step of one group, run by one() as a process
+        import json
+        print(json.dumps(step(args.step, args.group, args.n, args.engine, args.dir)))
+        return
     print("command: python bench/field_scale.py " + " ".join(sys.argv[1:]), flush=True)
     at = commit()
     if args.model:
         return model_sizes([int(x) for x in args.series.split(",")])
     print("| series | engine | prepare s | field s | evaluate s | ms per series (field) | "
-          "peak RSS main MiB | peak RSS worker MiB | in the field: main MiB | worker MiB | "
-          "ETS mean MASE |")
+          "prepare MiB | field MiB | field's worker MiB | evaluate MiB | ETS mean MASE |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for total in (int(x) for x in args.series.split(",")):
         for engine in args.engines.split(","):
             rows = [one(g, int(round(total * share / sum(v[0] for v in GROUPS.values()))),
                         engine) for g, (share, *_) in GROUPS.items()]
-            n = sum(r["series"] for r in rows)
-            sec = {k: sum(r[k] for r in rows) for k in ("prepare", "field", "evaluate")}
-            mase = np.average([r["ets_mase"] for r in rows], weights=[r["series"] for r in rows])
+            n = sum(r["prepare"]["series"] for r in rows)
+            sec = {k: sum(r[k]["seconds"] for r in rows) for k in ("prepare", "field",
+                                                                   "evaluate")}
+            mase = np.average([r["evaluate"]["ets_mase"] for r in rows],
+                              weights=[r["prepare"]["series"] for r in rows])
+
+            def peak(name: str, key: str = "peak") -> int:
+                return round(max(r[name][key] for r in rows))
             row = {"series": n, "engine": engine, **{f"{k}_s": round(v, 1)
                                                       for k, v in sec.items()},
                    "ms_per_series": round(1000 * sec["field"] / n, 1),
-                   "peak_rss_main_mib": round(peak_mib(resource.RUSAGE_SELF)),
-                   "peak_rss_worker_mib": round(peak_mib(resource.RUSAGE_CHILDREN)),
-                   "field_peak_main_mib": round(max(r["field_main"] for r in rows)),
-                   "field_peak_worker_mib": round(max(r["field_worker"] for r in rows)),
+                   "prepare_peak_mib": peak("prepare"), "field_peak_mib": peak("field"),
+                   "field_peak_worker_mib": peak("field", "worker_sampled"),
+                   "field_worker_since_start_mib": peak("field", "worker"),
+                   "evaluate_peak_mib": peak("evaluate"),
                    "ets_mase": round(float(mase), 4)}
             print(f"| {n:,} | {engine} | {sec['prepare']:.0f} | {sec['field']:.0f} | "
                   f"{sec['evaluate']:.0f} | {row['ms_per_series']:.1f} | "
-                  f"{row['peak_rss_main_mib']} | {row['peak_rss_worker_mib']} | "
-                  f"{row['field_peak_main_mib']} | {row['field_peak_worker_mib']} | {mase:.3f} |",
-                  flush=True)
+                  f"{row['prepare_peak_mib']} | {row['field_peak_mib']} | "
+                  f"{row['field_peak_worker_mib']} | {row['evaluate_peak_mib']} | "
+                  f"{mase:.3f} |", flush=True)
             if args.out:
                 record(args.out, {"command": "python bench/field_scale.py "
                                   + " ".join(sys.argv[1:]), "date": time.strftime("%Y-%m-%d"),

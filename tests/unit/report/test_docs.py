@@ -43,12 +43,39 @@ def test_the_field_scale_table_is_each_committed_row_sorted_a_missing_cell_blank
              "field_peak_worker_mib": 495, "commit": "3dbfccd", "note": "a shared machine"}]
     (tmp_path / "bench/results/field_scale.json").write_text(json.dumps(rows))
     lines = field_scale(tmp_path).splitlines()
-    assert len(lines) == 6 and lines[0].startswith("| series | engine | prepare s |")
+    assert len(lines) == 8 and lines[0] == "Every step in one process (the earlier runs):"
+    assert lines[2].startswith("| series | engine | prepare s |")
     assert lines[-2:] == ["", "(1) a shared machine"]
-    assert lines[2] == ("| 10,000 (1) | local | 1 | 3,457 | 5 | 34.6 | 1,810 | 1,661 | 505 | 495 "
+    assert lines[4] == ("| 10,000 (1) | local | 1 | 3,457 | 5 | 34.6 | 1,810 | 1,661 | 505 | 495 "
                         "| 1.044 | 2026-12-03 | 3dbfccd |")
-    assert lines[3] == ("| 100,000 (1) | dask | 1 | 3,457 | 5 | 34.6 | 1,810 | 1,661 |  |  "
+    assert lines[5] == ("| 100,000 (1) | dask | 1 | 3,457 | 5 | 34.6 | 1,810 | 1,661 |  |  "
                         "| 1.044 | 2026-12-03 |  |")
+
+
+def test_the_field_scale_rows_run_a_process_a_step_come_first_in_a_table_of_their_own(
+        tmp_path):
+    import json
+
+    from attn_forecast.report.docs import field_scale
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    common = {"prepare_s": 1.2, "field_s": 3456.7, "evaluate_s": 5.0, "ms_per_series": 34.6,
+              "ets_mase": 1.04431, "date": "2026-12-04"}
+    rows = [{"series": 1000, "engine": "local", **common, "peak_rss_main_mib": 343,
+             "peak_rss_worker_mib": 337, "note": "typed"},
+            {"series": 1000, "engine": "dask", **common, "prepare_peak_mib": 1200,
+             "field_peak_mib": 640, "field_peak_worker_mib": 410, "evaluate_peak_mib": 900,
+             "commit": "abc1234", "note": "idle"}]
+    (tmp_path / "bench/results/field_scale.json").write_text(json.dumps(rows))
+    lines = field_scale(tmp_path).splitlines()
+    assert lines[0] == "Each step in its own process, as `dvc repro` runs them:"
+    assert lines[2] == ("| series | engine | prepare s | field s | evaluate s | ms per series "
+                        "(field) | prepare MiB | field MiB | field's worker MiB | evaluate MiB "
+                        "| ETS mean MASE | date | commit |")
+    assert lines[4] == ("| 1,000 (1) | dask | 1 | 3,457 | 5 | 34.6 | 1,200 | 640 | 410 | 900 "
+                        "| 1.044 | 2026-12-04 | abc1234 |")
+    assert lines[6] == "Every step in one process (the earlier runs):"
+    assert lines[10].startswith("| 1,000 (2) | local |")
+    assert lines[-3:] == ["", "(1) idle", "(2) typed"]
 
 
 def test_the_field_scale_targets_read_the_latest_row_of_each_size_and_engine(tmp_path):
@@ -78,6 +105,27 @@ def test_the_field_scale_targets_read_the_latest_row_of_each_size_and_engine(tmp
         "500 MiB | yes |",
         "| 100,000 series, dask: every process under 2 GiB | main 1,900 MiB, largest worker "
         "2,100 MiB | **no** |"]
+
+
+def test_a_row_run_a_process_a_step_meets_the_memory_target_only_if_every_process_does(
+        tmp_path):
+    import json
+
+    from attn_forecast.report.docs import field_scale_targets
+
+    def row(n, worker):
+        return {"series": n, "engine": "dask", "ms_per_series": 30.0, "date": "2026-12-04",
+                "peak_rss_main_mib": 4000, "prepare_peak_mib": 1500, "field_peak_mib": 900,
+                "field_peak_worker_mib": worker, "evaluate_peak_mib": 1000}
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench/results/field_scale.json").write_text(json.dumps(
+        [row(10000, 400), row(100000, 2048)]))
+    lines = field_scale_targets(tmp_path).splitlines()[2:]
+    assert lines[-2:] == [
+        "| 10,000 series, dask: every process under 2 GiB | prepare 1,500 MiB, field 900 MiB, "
+        "field's worker 400 MiB, evaluate 1,000 MiB | yes |",
+        "| 100,000 series, dask: every process under 2 GiB | prepare 1,500 MiB, field 900 MiB, "
+        "field's worker 2,048 MiB, evaluate 1,000 MiB | **no** |"]
 
 
 def test_a_field_scale_target_without_its_rows_says_so_and_a_ratio_is_judged_as_printed(
