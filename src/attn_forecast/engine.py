@@ -6,7 +6,9 @@ the results in the tasks' order, so the forecasts are the same bits either way.
 
 A Dask worker that dies (its process killed, its machine lost) costs its tasks a retry on
 another worker (:data:`RETRIES`), never a missing result: a task that fails every try raises,
-and the stage stops with that error.
+and the stage stops with that error. A cluster that cannot be reached, or that has no worker
+for :data:`WORKER_WAIT` seconds (at the start or in the middle of a map), is an
+:class:`EngineError`: one line naming ``evaluate.engine_address``, never a silent wait.
 
     tasks --map--> local: ProcessPoolExecutor(jobs)        --> results, in order
                    dask:  Client(address | LocalCluster).submit, two batches a
@@ -21,12 +23,17 @@ import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
+from .errors import SettingError
+
 ENGINES = ("local", "dask")
 RETRIES = 3        # a task's tries on other workers after its worker died
+WORKER_WAIT = 120  # seconds a map waits for a cluster without workers to get one
+POLL = 5           # seconds between a map's checks that its cluster has workers while none returns
 
 
-class EngineError(RuntimeError):
-    """The cluster could not be reached or started (one line: the address and the cause)."""
+class EngineError(SettingError):
+    """The cluster could not be reached, started or given work (one line: the address, the
+    cause and what to set)."""
 
 
 def _local(jobs: int) -> ProcessPoolExecutor:
@@ -49,8 +56,14 @@ def dask_client(address: str = "", jobs: int = 1) -> Iterator:
                                    dashboard_address=None)
             client = Client(cluster)
     except (OSError, TimeoutError) as err:
-        raise EngineError(f"cannot reach the Dask cluster at {address or 'this machine'} "
-                          f"({type(err).__name__}: {str(err).splitlines()[0][:160]})") from None
+        cause = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:160]}"
+        if address:
+            raise EngineError(f"cannot reach the Dask cluster at <engine_address> {address} "
+                              f"({cause}); give a running scheduler's address "
+                              "(tcp://host:8786), or '' for a cluster on this machine") from None
+        raise EngineError(f"cannot start a Dask cluster on this machine ({cause}); set "
+                          "<engine_address> to a running scheduler's address, or use the "
+                          "local engine") from None
     try:
         yield client
     finally:
@@ -100,32 +113,57 @@ def _dask_map(client, fn: Callable, tasks: list) -> list:
     # never holds the whole map's arguments serialized at once (one graph of every series'
     # values), nor the cluster every result before they are unpacked; pure=False: a task is
     # run even where another of the same arguments ran (no dedup)
-    from distributed import as_completed
+    from distributed import wait
     if not tasks:
         return []
-    client.wait_for_workers(1)
+    _a_worker(client, "has no worker yet")
     size = max(1, len(tasks) // (64 * _threads(client)))
     chunks = iter(enumerate(tasks[i:i + size] for i in range(0, len(tasks), size)))
     parts: dict[int, list] = {}
     out: dict[str, tuple[int, object]] = {}     # key -> (batch, future), while out
 
-    def send(i: int, chunk: list):
-        future = client.submit(_chunk, (fn, chunk), pure=False, retries=RETRIES)
-        out[future.key] = (i, future)
-        return future
+    def top_up() -> None:
+        for i, chunk in itertools.islice(chunks, max(0, 2 * _threads(client) - len(out))):
+            future = client.submit(_chunk, (fn, chunk), pure=False, retries=RETRIES)
+            out[future.key] = (i, future)
 
-    running = as_completed([send(i, c) for i, c in itertools.islice(chunks, 2 * _threads(client))])
     try:
-        for future in running:
-            parts[out[future.key][0]] = future.result()   # raises once its retries are spent
-            del out[future.key]
-            future.release()
-            for i, c in itertools.islice(chunks, max(0, 2 * _threads(client) - len(out))):
-                running.add(send(i, c))
+        top_up()
+        while out:
+            try:
+                done = wait([f for _, f in out.values()], timeout=POLL,
+                            return_when="FIRST_COMPLETED").done
+            except TimeoutError:     # nothing came back for a while: has it workers still?
+                _a_worker(client, "lost every worker")
+                continue
+            for future in done:
+                parts[out[future.key][0]] = future.result()   # raises once its retries are spent
+                del out[future.key]
+                future.release()
+            top_up()
     finally:      # a batch that failed stops the map: the others out are cancelled, not left
         if out:
             client.cancel([f for _, f in out.values()])
     return [r for i in range(len(parts)) for r in parts[i]]
+
+
+def _a_worker(client, state: str) -> None:
+    """Return once the cluster has a worker. A cluster without one for :data:`WORKER_WAIT`
+    seconds (a scheduler whose workers were never started, or every worker gone and none
+    back: a worker that cannot import a task's function closes) is an error, not a silent
+    wait."""
+    if client.nthreads():
+        return
+    address = client.scheduler.address
+    print(f"engine: the Dask cluster at {address} {state}; waiting up to {WORKER_WAIT} s for "
+          "one", file=sys.stderr, flush=True)
+    try:
+        client.wait_for_workers(1, timeout=WORKER_WAIT)
+    except TimeoutError:
+        raise EngineError(f"the Dask cluster at <engine_address> {address} {state} (waited "
+                          f"{WORKER_WAIT} s); start one (`dask worker {address} --nthreads 1`, "
+                          "in an environment with this project installed) or leave "
+                          "<engine_address> empty for a cluster on this machine") from None
 
 
 def _threads(client) -> int:

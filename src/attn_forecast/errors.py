@@ -32,7 +32,8 @@ class ParamsError(UserInputError):
 # the roles a library message may name: <role>, re-worded by the caller
 ROLES = ("path", "column", "time_column", "time_format", "sep", "decimal", "thousands",
          "missing", "features", "id_column", "time_gaps", "window", "horizon", "transform",
-         "folds", "fold_size", "gap", "lr", "grad_clip", "quantiles", "lookbacks", "season")
+         "folds", "fold_size", "gap", "lr", "grad_clip", "quantiles", "lookbacks", "season",
+         "engine_address")
 _ROLE = re.compile(r"<(" + "|".join(ROLES) + r")>")
 
 

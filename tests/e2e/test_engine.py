@@ -66,10 +66,56 @@ def test_a_worker_killed_mid_run_costs_a_retry_never_a_missing_result(tmp_path):
 
 def test_an_address_without_a_scheduler_is_one_line():
     from attn_forecast.engine import EngineError, dask_client
-    with pytest.raises(EngineError, match=r"cannot reach the Dask cluster at "
+    with pytest.raises(EngineError, match=r"cannot reach the Dask cluster at engine_address "
                                           r"tcp://127.0.0.1:9"):
         with dask_client("tcp://127.0.0.1:9"):
             pass
+
+
+def test_a_stage_whose_cluster_cannot_be_reached_stops_with_one_line_naming_the_key(
+        project_factory):
+    proj = project_factory("engine-unreachable", {**PANEL, "evaluate.engine": "dask",
+                                                  "evaluate.engine_address": "tcp://127.0.0.1:9"},
+                           git=False)
+    for stage in ("generate", "prepare"):
+        res = proj.stage(stage)
+        assert res.returncode == 0, res.stderr
+    res = proj.stage("baselines", timeout=120)
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert lines[0].startswith("error: cannot reach the Dask cluster at "
+                               "evaluate.engine_address tcp://127.0.0.1:9 ("), lines[0]
+    assert not (proj.path / "data/baselines.npz").exists()
+
+
+def test_a_cluster_without_a_worker_is_an_error_not_a_silent_wait(monkeypatch):
+    from distributed import LocalCluster
+
+    from attn_forecast import engine as engines
+    monkeypatch.setattr(engines, "WORKER_WAIT", 1)
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster, \
+            Engine("dask", address=cluster.scheduler_address) as engine:
+        with pytest.raises(engines.EngineError, match=r"at engine_address \S+ has no "
+                                                      r"worker yet \(waited 1 s\); start one"):
+            engine.map(abs, [1, -2])
+
+
+def test_a_cluster_that_loses_every_worker_mid_map_is_an_error_not_a_silent_wait(
+        tmp_path, monkeypatch):
+    # a task whose function the workers cannot import (its module is on this process's path
+    # only, put there after the workers started): each worker that gets one closes, none
+    # comes back
+    from attn_forecast import engine as engines
+    monkeypatch.setattr(engines, "WORKER_WAIT", 1)
+    monkeypatch.setattr(engines, "POLL", 0.5)
+    (tmp_path / "here_only.py").write_text("def square(x):\n    return x * x\n")
+    with Engine("dask", jobs=2) as engine:
+        assert engine.map(abs, [-1, 2]) == [1, 2]          # the cluster works
+        monkeypatch.syspath_prepend(str(tmp_path))
+        from here_only import square
+        with pytest.raises(engines.EngineError, match=r"at engine_address tcp://\S+ lost every "
+                                                      r"worker \(waited 1 s\)"):
+            engine.map(square, [1, 2, 3])
 
 
 def _tasks_on_scheduler(x: int) -> int:

@@ -12,4 +12,5 @@ PARAMS_KEYS = {
     "fold_size": "backtest.fold_size", "gap": "backtest.gap", "lr": "train.lr",
     "grad_clip": "train.grad_clip", "quantiles": "model.quantiles",
     "lookbacks": "model.lookbacks", "season": "evaluate.season",
+    "engine_address": "evaluate.engine_address",
 }
