@@ -54,6 +54,18 @@ def _field_kind(loc: tuple) -> str:
     return {int: "an integer", float: "a number"}.get(kind, "")
 
 
+def _range(loc: tuple) -> str:
+    """The field's bounds as one phrase ('> 0 and < 1'), '' if it has fewer than two: a
+    refused value is told both sides of what is allowed, not only the side it crossed."""
+    model = _section(loc)
+    field = model.model_fields.get(loc[-1]) \
+        if isinstance(model, type) and issubclass(model, BaseModel) else None
+    ops = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    bounds = [f"{op} {getattr(m, attr)}" for m in (field.metadata if field else [])
+              for attr, op in ops.items() if getattr(m, attr, None) is not None]
+    return " and ".join(bounds) if len(bounds) > 1 else ""
+
+
 def _allowed(e: dict) -> str:
     return e["ctx"]["expected"].replace("' or '", "' | '").replace("', '", "' | '")
 
@@ -84,7 +96,8 @@ def one_line(err: ValidationError) -> str:
             kinds = {"an integer": "integers", "a number": "numbers"}[kind]
             return (f"params.yaml: {'.'.join(loc[:-1])} may hold only {kinds} "
                     f"{_BOUND[typ]} {bound}, got {got!r} (item {int(loc[-1]) + 1})")
-        return f"params.yaml: {key} must be {kind} {_BOUND[typ]} {bound}, got {got!r}"
+        allowed = _range(loc) or f"{_BOUND[typ]} {bound}"
+        return f"params.yaml: {key} must be {kind} {allowed}, got {got!r}"
     if typ == "described":
         return f"params.yaml: {key} must be {e['msg']}, got {got!r}"
     if typ in ("string_too_short", "string_too_long"):

@@ -25,11 +25,13 @@ def _line(raw) -> str:
      "params.yaml: train.batch_size must be auto or an integer >= 0, got -1"),
     ({"evaluate": {"season": "weekly"}},
      "params.yaml: evaluate.season must be auto or an integer >= 0, got 'weekly'"),
-    # bounds: the field's kind, the bound and its value
-    ({"render": {"dpi": 10}}, "params.yaml: render.dpi must be an integer >= 50, got 10"),
-    ({"render": {"dpi": 601}}, "params.yaml: render.dpi must be an integer <= 600, got 601"),
-    ({"train": {"gamma": 0}}, "params.yaml: train.gamma must be a number > 0.0, got 0"),
-    ({"model": {"dropout": 1}}, "params.yaml: model.dropout must be a number < 1.0, got 1"),
+    # bounds: the field's kind, both its bounds where it has two, the value
+    ({"render": {"dpi": 10}},
+     "params.yaml: render.dpi must be an integer >= 50 and <= 600, got 10"),
+    ({"render": {"dpi": 601}},
+     "params.yaml: render.dpi must be an integer >= 50 and <= 600, got 601"),
+    ({"train": {"gamma": 0}}, "params.yaml: train.gamma must be a number > 0 and <= 1, got 0"),
+    ({"model": {"dropout": 1}}, "params.yaml: model.dropout must be a number >= 0 and < 1, got 1"),
     ({"pretrain": {"train": {"seed": -1}}},
      "params.yaml: pretrain.train.seed must be an integer >= 0, got -1"),
     # literals: every allowed value, and the hint for the removed one

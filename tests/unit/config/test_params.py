@@ -244,7 +244,7 @@ def test_params_resolved_shows_what_every_auto_became_and_why(tmp_path, capsys):
 
 @pytest.mark.parametrize("name", ["other.yaml", "params.yaml"])
 @pytest.mark.parametrize("values,rest", [
-    ({"render": {"dpi": 10}}, "render.dpi must be an integer >= 50, got 10"),         # one key
+    ({"render": {"dpi": 10}}, "render.dpi must be an integer >= 50 and <= 600, got 10"),  # a key
     ({"model": {"d_model": 30, "n_heads": 4}},                                        # a rule
      "model.d_model (30) must be divisible by model.n_heads (4)")])
 def test_a_refused_value_is_named_in_the_file_it_is_in(tmp_path, capsys, name, values, rest):

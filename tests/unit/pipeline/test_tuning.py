@@ -95,7 +95,7 @@ def test_the_quick_search_is_a_folder_of_its_own():
     ({"space": {"model.pooling": {"choices": ["mean", "max"]}}},
      "its choice 'max' is refused: model.pooling must be one of 'last' | 'mean' | 'flatten'"),
     ({"space": {"model.dropout": {"low": 0, "high": 1}}},
-     "space.model.dropout: its high 1 is refused: model.dropout must be a number < 1"),
+     "space.model.dropout: its high 1 is refused: model.dropout must be a number >= 0 and < 1"),
 ])
 def test_a_bad_search_file_is_one_line_naming_the_key(tmp_path, change, words):
     with pytest.raises(ParamsError) as err:
