@@ -13,6 +13,7 @@ import sys
 from attn_forecast import stage  # first: it pins the CPU before numpy loads
 from attn_forecast.config.load import load_params
 from attn_forecast.data.store_io import load, profile
+from attn_forecast.engine import where
 from attn_forecast.forecasters.saved import save
 from attn_forecast.pipeline.field import field
 from attn_forecast.pipeline.forecasting import check_data
@@ -40,7 +41,8 @@ def main(argv: list[str] | None = None) -> None:
     save(args.out, fs)
     fitted = [n for n, parts in fs.forecasts.items() if parts.get("test") is not None]
     print(f"baselines: {', '.join(fitted) or 'none'} on {len(fs.ends['test'])} test windows of "
-          f"{store.n_series} series{' with intervals' if fs.taus else ''} -> {args.out}")
+          f"{store.n_series} series{' with intervals' if fs.taus else ''}"
+          f"{where(params.evaluate.engine, params.evaluate.engine_address)} -> {args.out}")
 
 
 if __name__ == "__main__":

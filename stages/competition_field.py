@@ -12,6 +12,7 @@ import sys
 import time
 
 from attn_forecast import stage  # first: it pins the CPU before numpy loads
+from attn_forecast.engine import where
 from attn_forecast.forecasters.saved import save
 from attn_forecast.pipeline.competition import (field_store, statistical_field,
                                                 subset_params)
@@ -36,7 +37,8 @@ def main(argv: list[str] | None = None) -> None:
         print(line, file=sys.stderr)
     save(args.out, fs, compressed=True)
     print(f"field@{args.subset}: {', '.join(fs.names())} on {store.n_series} series "
-          f"({p.data.holdout}) in {time.perf_counter() - t0:.0f} s -> {args.out}")
+          f"({p.data.holdout}) in {time.perf_counter() - t0:.0f} s"
+          f"{where(p.evaluate.engine, p.evaluate.engine_address)} -> {args.out}")
 
 
 if __name__ == "__main__":

@@ -72,6 +72,15 @@ def dask_client(address: str = "", jobs: int = 1) -> Iterator:
             cluster.close()
 
 
+def where(kind: str, address: str = "") -> str:
+    """Where the statistical models ran, for a stage's last line: '' on ``local`` (the
+    default), else the cluster, so a user sees that the setting took."""
+    if kind == "local":
+        return ""
+    return (f" (the statistical models on the Dask cluster at {address})" if address
+            else " (the statistical models on a Dask cluster on this machine)")
+
+
 class Engine:
     """Where tasks run: ``kind`` local (``jobs`` processes) or dask (the cluster at
     ``address``, or one of ``jobs`` workers embedded here), its client opened on the first

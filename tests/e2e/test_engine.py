@@ -37,10 +37,12 @@ def test_the_field_on_an_embedded_dask_cluster_is_the_local_one(project_factory)
     for stage in ("generate", "prepare", "baselines"):
         res = proj.stage(stage, timeout=300)
         assert res.returncode == 0, res.stderr
+        assert "Dask" not in res.stdout
     local = _forecasts(proj.path / "data/baselines.npz")
     proj.update_params({"evaluate.engine": "dask"})
     res = proj.stage("baselines", timeout=300)
     assert res.returncode == 0, res.stderr
+    assert "(the statistical models on a Dask cluster on this machine)" in res.stdout
     dask = _forecasts(proj.path / "data/baselines.npz")
     assert set(dask) == set(local) and any(k.startswith("ets:") for k in dask)
     for key, value in local.items():
