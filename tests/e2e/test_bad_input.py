@@ -70,7 +70,7 @@ CASES = [
          ["data.csv_path", INPUTS, "user.csv"], csv=_csv_rows(40), csv_at="user.csv"),
     Case("csv-missing-column", "generate", {**CSV, "data.csv_column": "close"},
          ["'close'", "columns: t, value"], csv=_csv_rows(40)),
-    Case("csv-non-numeric", "generate", CSV, ["'value'", "'abc'", "line 7"],
+    Case("csv-non-numeric", "generate", CSV, ["'value'", "'abc'", "line 7", "data.missing"],
          csv=_bad_at(40, 5, "abc")),
     Case("csv-inf", "generate", CSV, ["'value'", "infinite", "line 5"],
          csv=_bad_at(40, 3, "inf")),

@@ -94,7 +94,8 @@ def _numbers(text: pd.Series, column: str, decimal: str, thousands: str, where: 
         i = _first(bad)
         hint = (" (a decimal comma or thousands separator? set <decimal> or "
                 "<thousands>)" if re.fullmatch(r"[+-]?[\d.,\s']+", text.iloc[i])
-                else "")
+                else "; a cell holds a number, or nothing where the value is missing (then "
+                "set <missing> to ffill or drop)")
         raise DataError(f"{where}: column {column!r} has a non-numeric value "
                         f"{text.iloc[i]!r} on line {text.index[i] + 2}{hint}")
     if np.isinf(values).any():
