@@ -26,6 +26,27 @@ ENV = {**os.environ, "DVC_NO_ANALYTICS": "1", "ITERATIVE_DO_NOT_TRACK": "1",
        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
+def commit() -> str:
+    """The project's commit (a ``+`` where the work tree differs from it outside bench/results,
+    where the benchmarks write their rows)."""
+    git = ["git", "-C", str(ROOT)]
+    rev = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            ":(exclude)bench/results"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    return rev + ("+" if dirty else "")
+
+
+def record(path: Path, row: dict) -> None:
+    """``row`` added to the JSON list in ``path`` (written whole, so never half a file)."""
+    import json
+    rows = json.loads(path.read_text()) if path.is_file() else []
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rows + [row], indent=1) + "\n")
+    tmp.replace(path)
+
+
 def clone(dest: Path) -> None:
     """A fresh clone of the project into ``dest`` as a user's clone from a server is: the
     history in one pack (``--no-local``). A plain clone of a local path links the source's

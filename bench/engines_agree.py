@@ -8,10 +8,15 @@ non-zero where any value differs by more than ``--tol`` (issue 39: 1e-9).
 
     python bench/engines_agree.py                   # M3 other
     python bench/engines_agree.py --subset yearly --tol 1e-9
+    python bench/engines_agree.py --out bench/results/engines_agree.json
+
+``--out`` adds the result to a JSON list (the command, the date, the commit), which
+bench/README.md's table is generated from (src/attn_forecast/report/docs.py).
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import subprocess
 import sys
 import tempfile
@@ -22,7 +27,7 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ENV, ROOT  # noqa: E402  (and the project on sys.path)
+from common import ENV, ROOT, commit, record  # noqa: E402  (and the project on sys.path)
 
 from attn_forecast.io import read_npz  # noqa: E402
 
@@ -55,8 +60,11 @@ def main() -> None:
     ap.add_argument("--subset", default="other", choices=["yearly", "quarterly", "monthly",
                                                            "other"])
     ap.add_argument("--tol", type=float, default=1e-9)
+    ap.add_argument("--out", type=Path, help="add the result to this JSON file")
     args = ap.parse_args()
-    print("command: python bench/engines_agree.py " + " ".join(sys.argv[1:]), flush=True)
+    command = "python bench/engines_agree.py " + " ".join(sys.argv[1:])
+    print(f"command: {command}", flush=True)
+    at = commit()
     committed = ROOT / "competitions" / "m3" / args.subset / "field.npz"
     params = yaml.safe_load((ROOT / "competitions" / "params.yaml").read_text())
     if params.get("holdout", "test") != "test":
@@ -75,6 +83,11 @@ def main() -> None:
     print(f"M3 {args.subset}: the field on dask ({seconds:.0f} s) against the committed "
           f"local one: {n:,} values, largest difference {worst:.3g}"
           + "".join(f"\n  {w}" for w in wrong))
+    if args.out:
+        record(args.out, {"command": command, "date": datetime.date.today().isoformat(),
+                          "commit": at, "subset": args.subset, "values": n,
+                          "largest_difference": worst, "differing_arrays": len(wrong),
+                          "tol": args.tol, "seconds": round(seconds, 1)})
     if wrong or worst > args.tol:
         raise SystemExit(f"engines_agree: the engines differ (tolerance {args.tol:g})")
 

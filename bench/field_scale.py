@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT  # noqa: E402  (and the project on sys.path)
+from common import commit, record  # noqa: E402  (and the project on sys.path)
 
 from attn_forecast.config.load import parse_params  # noqa: E402
 from attn_forecast.data.long_table import Raw  # noqa: E402
@@ -254,28 +254,6 @@ def main() -> None:
                                   + " ".join(sys.argv[1:]), "date": time.strftime("%Y-%m-%d"),
                                   "commit": at,
                                   **row})
-
-
-def commit() -> str:
-    """The project's commit (a ``+`` where the work tree differs from it outside bench/results,
-    where the rows are written)."""
-    import subprocess
-    git = ["git", "-C", str(ROOT)]
-    rev = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True, check=True).stdout.strip()
-    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--", ".",
-                            ":(exclude)bench/results"], capture_output=True, text=True,
-                           check=True).stdout.strip()
-    return rev + ("+" if dirty else "")
-
-
-def record(path: Path, row: dict) -> None:
-    """``row`` added to the JSON list in ``path`` (written whole, so never half a file)."""
-    import json
-    rows = json.loads(path.read_text()) if path.is_file() else []
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(rows + [row], indent=1) + "\n")
-    tmp.replace(path)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from attn_forecast import stage  # first: it pins the CPU before numpy loads
 from attn_forecast.config.load import load_params
 from attn_forecast.data.store_io import load, profile
 from attn_forecast.engine import where
+from attn_forecast.forecasters.names import STAT_FORECASTERS
 from attn_forecast.forecasters.saved import save
 from attn_forecast.pipeline.field import field
 from attn_forecast.pipeline.forecasting import check_data
@@ -40,9 +41,11 @@ def main(argv: list[str] | None = None) -> None:
               file=sys.stderr)
     save(args.out, fs)
     fitted = [n for n, parts in fs.forecasts.items() if parts.get("test") is not None]
+    ran = bool(set(fitted) & set(STAT_FORECASTERS))
     print(f"baselines: {', '.join(fitted) or 'none'} on {len(fs.ends['test'])} test windows of "
           f"{store.n_series} series{' with intervals' if fs.taus else ''}"
-          f"{where(params.evaluate.engine, params.evaluate.engine_address)} -> {args.out}")
+          f"{where(params.evaluate.engine, params.evaluate.engine_address, ran)} -> "
+          f"{args.out}")
 
 
 if __name__ == "__main__":

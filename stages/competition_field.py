@@ -13,6 +13,7 @@ import time
 
 from attn_forecast import stage  # first: it pins the CPU before numpy loads
 from attn_forecast.engine import where
+from attn_forecast.forecasters.names import STAT_FORECASTERS
 from attn_forecast.forecasters.saved import save
 from attn_forecast.pipeline.competition import (field_store, statistical_field,
                                                 subset_params)
@@ -36,9 +37,10 @@ def main(argv: list[str] | None = None) -> None:
     for line in fs.warnings:
         print(line, file=sys.stderr)
     save(args.out, fs, compressed=True)
+    ran = bool(set(fs.names()) & set(STAT_FORECASTERS))
     print(f"field@{args.subset}: {', '.join(fs.names())} on {store.n_series} series "
           f"({p.data.holdout}) in {time.perf_counter() - t0:.0f} s"
-          f"{where(p.evaluate.engine, p.evaluate.engine_address)} -> {args.out}")
+          f"{where(p.evaluate.engine, p.evaluate.engine_address, ran)} -> {args.out}")
 
 
 if __name__ == "__main__":

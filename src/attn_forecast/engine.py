@@ -72,10 +72,11 @@ def dask_client(address: str = "", jobs: int = 1) -> Iterator:
             cluster.close()
 
 
-def where(kind: str, address: str = "") -> str:
+def where(kind: str, address: str, ran: bool = True) -> str:
     """Where the statistical models ran, for a stage's last line: '' on ``local`` (the
-    default), else the cluster, so a user sees that the setting took."""
-    if kind == "local":
+    default) or when none ran (``ran`` false), else the cluster, so a user sees that the
+    setting took."""
+    if kind == "local" or not ran:
         return ""
     return (f" (the statistical models on the Dask cluster at {address})" if address
             else " (the statistical models on a Dask cluster on this machine)")
@@ -98,7 +99,7 @@ class Engine:
         if self.kind == "dask":
             if self.client is None:
                 self.client = self._open.enter_context(dask_client(self.address, self.jobs))
-            return _dask_map(self.client, fn, tasks)
+            return _dask_map(self.client, fn, tasks, self.address)
         if self.jobs > 1 and len(tasks) > 1:
             with _local(min(self.jobs, len(tasks))) as pool:
                 return list(pool.map(fn, tasks, chunksize=max(1, len(tasks) // 64)))
@@ -115,7 +116,7 @@ class Engine:
         self.close()
 
 
-def _dask_map(client, fn: Callable, tasks: list) -> list:
+def _dask_map(client, fn: Callable, tasks: list, address: str = "") -> list:
     # batches of several tasks each keep the scheduler's overhead per task small; at most two
     # batches a worker thread are out at a time (the threads counted anew as each batch comes
     # back: a cluster that grows is used), the next sent as one comes back, so this process
@@ -125,7 +126,7 @@ def _dask_map(client, fn: Callable, tasks: list) -> list:
     from distributed import wait
     if not tasks:
         return []
-    _a_worker(client, "has no worker yet")
+    _a_worker(client, "has no worker yet", address)
     size = max(1, len(tasks) // (64 * _threads(client)))
     chunks = iter(enumerate(tasks[i:i + size] for i in range(0, len(tasks), size)))
     parts: dict[int, list] = {}
@@ -143,7 +144,7 @@ def _dask_map(client, fn: Callable, tasks: list) -> list:
                 done = wait([f for _, f in out.values()], timeout=POLL,
                             return_when="FIRST_COMPLETED").done
             except TimeoutError:     # nothing came back for a while: has it workers still?
-                _a_worker(client, "lost every worker")
+                _a_worker(client, "lost every worker", address)
                 continue
             for future in done:
                 parts[out[future.key][0]] = future.result()   # raises once its retries are spent
@@ -156,19 +157,25 @@ def _dask_map(client, fn: Callable, tasks: list) -> list:
     return [r for i in range(len(parts)) for r in parts[i]]
 
 
-def _a_worker(client, state: str) -> None:
+def _a_worker(client, state: str, address: str) -> None:
     """Return once the cluster has a worker. A cluster without one for :data:`WORKER_WAIT`
     seconds (a scheduler whose workers were never started, or every worker gone and none
     back: a worker that cannot import a task's function closes) is an error, not a silent
     wait."""
     if client.nthreads():
         return
-    address = client.scheduler.address
-    print(f"engine: the Dask cluster at {address} {state}; waiting up to {WORKER_WAIT} s for "
-          "one", file=sys.stderr, flush=True)
+    at = address or client.scheduler.address
+    print(f"engine: the Dask cluster at {at} {state}; waiting up to {WORKER_WAIT} s for one",
+          file=sys.stderr, flush=True)
     try:
         client.wait_for_workers(1, timeout=WORKER_WAIT)
     except TimeoutError:
+        if not address:        # the cluster this stage started: the setting is not the cause
+            raise EngineError(f"the Dask cluster this stage started on this machine {state} "
+                              f"(waited {WORKER_WAIT} s): its workers could not start or "
+                              "closed (a worker closes on a task whose code it cannot "
+                              "import); use the local engine, or a running cluster's "
+                              "<engine_address>") from None
         raise EngineError(f"the Dask cluster at <engine_address> {address} {state} (waited "
                           f"{WORKER_WAIT} s); start one (`dask worker {address} --nthreads 1`, "
                           "in an environment with this project installed) or leave "

@@ -249,7 +249,7 @@ def test_a_failed_experiment_leaves_the_workspaces_outputs_as_they_were(project)
                                           proj.path / "data/forecasts.npz")}
     res = proj.run(["dvc", "exp", "run", "-S", "train.lr=-1"], timeout=300)
     assert res.returncode != 0
-    assert "error: params.yaml: train.lr must be a number > 0.0, got -1" in res.stderr
+    assert "error: params.yaml: train.lr must be a number > 0, got -1" in res.stderr
     assert {p: p.read_bytes() for p in before} == before
     proj.run(["git", "checkout", "params.yaml"], check=True)
     status = proj.run(["dvc", "status"], check=True)

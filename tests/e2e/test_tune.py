@@ -213,7 +213,7 @@ def test_an_interrupted_search_keeps_its_trials_and_resumes(searchable):
     ({"space": {"train.learning_rate": {"low": 0.001, "high": 0.01}}}, [],
      "space.train.learning_rate is not a params key: unknown key train.learning_rate"),
     ({"space": {"train.lr": {"low": -1, "high": 0.01}}}, [],
-     "space.train.lr: its low -1.0 is refused: train.lr must be a number > 0.0"),
+     "space.train.lr: its low -1.0 is refused: train.lr must be a number > 0"),
     ({"metric": {"file": "competitions/tune/scores.json", "key": "smape"}}, [],
      "metric.file competitions/tune/scores.json is not an output of competitions/tune/dvc.yaml"),
     ({}, ["--storage", "competitions"], "competitions is a folder; give the journal file"),

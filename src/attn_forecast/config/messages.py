@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from .schema import RENAMED, Params
 
@@ -55,15 +56,24 @@ def _field_kind(loc: tuple) -> str:
 
 
 def _range(loc: tuple) -> str:
-    """The field's bounds as one phrase ('> 0 and < 1'), '' if it has fewer than two: a
-    refused value is told both sides of what is allowed, not only the side it crossed."""
-    model = _section(loc)
-    field = model.model_fields.get(loc[-1]) \
+    """The bounds of the field at ``loc`` (or, an item of a list, of its items) as the schema
+    writes them, the lower first ('> 0 and < 1'); '' if it has none. A refused value is told
+    both sides of what is allowed, not only the side it crossed."""
+    item = loc[-1].isdigit()
+    field_loc = loc[:-1] if item else loc
+    model = _section(field_loc)
+    field = model.model_fields.get(field_loc[-1]) \
         if isinstance(model, type) and issubclass(model, BaseModel) else None
-    ops = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
-    bounds = [f"{op} {getattr(m, attr)}" for m in (field.metadata if field else [])
-              for attr, op in ops.items() if getattr(m, attr, None) is not None]
-    return " and ".join(bounds) if len(bounds) > 1 else ""
+    if field is None:
+        return ""
+    marks = list(field.metadata)
+    kind = (get_args(field.annotation) or (None,))[0] if item else field.annotation
+    while get_origin(kind) is Annotated:
+        kind, *more = get_args(kind)
+        marks += [m for x in more for m in (x.metadata if isinstance(x, FieldInfo) else [x])]
+    ops = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}     # lower bounds first
+    return " and ".join(f"{op} {getattr(m, attr)}" for attr, op in ops.items()
+                        for m in marks if getattr(m, attr, None) is not None)
 
 
 def _allowed(e: dict) -> str:
@@ -92,11 +102,11 @@ def one_line(err: ValidationError) -> str:
     if typ in _BOUND:
         bound = next(iter(e["ctx"].values()))
         kind = _field_kind(loc) or "a number"
+        allowed = _range(loc) or f"{_BOUND[typ]} {bound}"
         if loc[-1].isdigit():   # an item of a list
             kinds = {"an integer": "integers", "a number": "numbers"}[kind]
             return (f"params.yaml: {'.'.join(loc[:-1])} may hold only {kinds} "
-                    f"{_BOUND[typ]} {bound}, got {got!r} (item {int(loc[-1]) + 1})")
-        allowed = _range(loc) or f"{_BOUND[typ]} {bound}"
+                    f"{allowed}, got {got!r} (item {int(loc[-1]) + 1})")
         return f"params.yaml: {key} must be {kind} {allowed}, got {got!r}"
     if typ == "described":
         return f"params.yaml: {key} must be {e['msg']}, got {got!r}"

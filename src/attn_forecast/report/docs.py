@@ -163,7 +163,7 @@ def field_scale(root: Path) -> str:
     ran each in its own process (prepare's, the field's and its largest worker's, evaluate's
     peaks), then the earlier rows that ran every step in one process (its peak and its largest
     worker's, since the process began and during the field alone). A cell the row does not hold
-    is left blank; a row's note (how it was run) is numbered under its table."""
+    is left blank; a row's note (how it was run) is numbered, the notes after both tables."""
     timing = [("prepare_s", "prepare s", "{:.0f}"), ("field_s", "field s", "{:,.0f}"),
               ("evaluate_s", "evaluate s", "{:.0f}"),
               ("ms_per_series", "ms per series (field)", "{:.1f}")]
@@ -198,38 +198,55 @@ def field_scale(root: Path) -> str:
                                if notes else [])) + "\n"
 
 
-def _near(latest: dict, size: int, engine: str) -> dict | None:
-    """The latest row of ``engine`` whose series count is within 10 % of ``size``."""
-    rows = [r for (n, e), r in latest.items() if e == engine and abs(n - size) <= size / 10]
-    return min(rows, key=lambda r: abs(r["series"] - size)) if rows else None
+def _pair(rows: list[dict], a: tuple[int, str], b: tuple[int, str]
+          ) -> tuple[dict, dict, bool] | None:
+    """The rows of ``a`` and ``b`` (a size within 10 % and an engine each) to compare: the
+    latest two of one run (the same commit, or the same date where a row has none), else the
+    latest of each and False (rows of different runs: the machine's speed moves between them)."""
+    def of(size: int, engine: str) -> list[dict]:
+        return [r for r in rows if r["engine"] == engine and abs(r["series"] - size) <= size / 10]
+    xs, ys = of(*a), of(*b)
+    if not xs or not ys:
+        return None
+    run = [(x, y) for x in xs for y in ys if (x.get("commit") or x["date"]) ==
+           (y.get("commit") or y["date"])]
+    if run:
+        return (*max(run, key=lambda xy: (rows.index(xy[0]), rows.index(xy[1]))), True)
+    return xs[-1], ys[-1], False
 
 
 def field_scale_targets(root: Path) -> str:
-    """issue 39's three targets, from the latest row of each size and engine in
-    bench/results/field_scale.json: the cost per series at 100,000 series within 1.2x of that
-    at 10,000 (each engine), each other engine within 1.3x of ``local`` (each size both ran),
+    """issue 39's three targets from bench/results/field_scale.json: the cost per series at
+    100,000 series within 1.2x of that at 10,000 (each engine) and each other engine within
+    1.3x of ``local`` (each size both ran), each ratio between the latest two rows of one run
+    (:func:`_pair`; rows of different runs only where no run holds both, and said so),
     and every process's peak memory under 2 GiB (each size and engine: prepare's, the field's,
     its largest worker's and evaluate's where the row ran each step in its own process; the
-    one process's and its largest worker's in the earlier rows). A ratio is judged as printed
+    one process's and its largest worker's in the earlier rows; the latest row of each size
+    and engine). A ratio is judged as printed
     (two decimals); a target without its rows says so."""
-    latest = {(r["series"], r["engine"]): r for r in _read(root, "bench/results/field_scale.json")}
+    rows = _read(root, "bench/results/field_scale.json")
+    latest = {(r["series"], r["engine"]): r for r in rows}
     engines = sorted({e for _, e in latest}, key=lambda e: (e != "local", e))
     lines = ["| target | measured | met |", "|---|---|---|"]
 
-    def ratio(a: float, b: float, limit: float) -> str:
-        x = round(a / b, 2)
-        return f"{a:.1f} / {b:.1f} = {x:.2f}x | {'yes' if x <= limit else '**no**'}"
+    def ratio(a: tuple[int, str], b: tuple[int, str], limit: float) -> str:
+        pair = _pair(rows, a, b)
+        if pair is None:
+            return "not measured |"
+        x, y, one_run = pair
+        q = round(x["ms_per_series"] / y["ms_per_series"], 2)
+        return (f"{x['ms_per_series']:.1f} / {y['ms_per_series']:.1f} = {q:.2f}x"
+                f"{'' if one_run else ' (rows of different runs)'} | "
+                f"{'yes' if q <= limit else '**no**'}")
     for e in engines:
-        small, big = _near(latest, 10_000, e), _near(latest, 100_000, e)
-        name = f"{e}: ms per series at 100,000 within 1.2x of 10,000"
-        lines.append(f"| {name} | " + (ratio(big["ms_per_series"], small["ms_per_series"], 1.2)
-                                      if small and big else "not measured |") + " |")
+        lines.append(f"| {e}: ms per series at 100,000 within 1.2x of 10,000 | "
+                     f"{ratio((100_000, e), (10_000, e), 1.2)} |")
     for n in sorted({n for n, _ in latest}):
         for e in engines[1:]:
             if (n, "local") in latest and (n, e) in latest:
-                lines.append(f"| {n:,} series: {e} within 1.3x of local | " + ratio(
-                    latest[n, e]["ms_per_series"], latest[n, "local"]["ms_per_series"], 1.3)
-                    + " |")
+                lines.append(f"| {n:,} series: {e} within 1.3x of local | "
+                             f"{ratio((n, e), (n, 'local'), 1.3)} |")
     for (n, e), r in sorted(latest.items(), key=lambda kv: (kv[0][0], engines.index(kv[0][1]))):
         memory = PER_PROCESS if "field_peak_mib" in r else \
             [("peak_rss_main_mib", "main"), ("peak_rss_worker_mib", "largest worker")]
@@ -243,6 +260,22 @@ def field_scale_targets(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def engines_agree(root: Path) -> str:
+    """bench/engines_agree.py's committed rows (bench/results/engines_agree.json): an M3
+    subset's competition field stage run on an embedded Dask cluster against the committed
+    field (made on ``local``): the values compared, the largest difference, the arrays that
+    differ in name, shape or NaN places, and whether they agree within the tolerance."""
+    lines = ["| M3 subset | values compared | largest difference | arrays differing | "
+             "tolerance | agree | seconds | date | commit |",
+             "|---|---:|---:|---:|---:|---|---:|---|---|"]
+    for r in _read(root, "bench/results/engines_agree.json"):
+        ok = not r["differing_arrays"] and r["largest_difference"] <= r["tol"]
+        lines.append(f"| {r['subset']} | {r['values']:,} | {r['largest_difference']:.3g} | "
+                     f"{r['differing_arrays']} | {r['tol']:g} | {'yes' if ok else '**no**'} | "
+                     f"{r['seconds']:.0f} | {r['date']} | {r['commit']} |")
+    return "\n".join(lines) + "\n"
+
+
 def _bold(n: str) -> str:
     return f"**{n}**" if n in BOLD else n
 
@@ -253,7 +286,8 @@ BLOCKS: dict[str, Callable[[Path], str]] = {"m3-points": m3_points,
                                             "ensembles": ensembles,
                                             "seed-spread": seed_spread,
                                             "field-scale": field_scale,
-                                            "field-scale-targets": field_scale_targets}
+                                            "field-scale-targets": field_scale_targets,
+                                            "engines-agree": engines_agree}
 
 
 def refreshed(text: str, root: Path) -> str:

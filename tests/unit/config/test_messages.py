@@ -131,4 +131,4 @@ def test_a_bound_on_an_integer_list_item_says_integers_and_names_the_item():
 
 def test_a_bound_on_a_number_list_item_says_numbers():
     assert _line({"evaluate": {"quantiles": [0.5, 1.5]}}) == \
-        "params.yaml: evaluate.quantiles may hold only numbers < 1, got 1.5 (item 2)"
+        "params.yaml: evaluate.quantiles may hold only numbers > 0 and < 1, got 1.5 (item 2)"

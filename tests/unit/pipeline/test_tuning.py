@@ -89,7 +89,7 @@ def test_the_quick_search_is_a_folder_of_its_own():
      "space.train.learning_rate is not a params key: unknown key train.learning_rate (known "
      "keys here: seed, init, epochs, lr,"),
     ({"space": {"train.lr": {"low": -1, "high": 0.01}}},
-     "space.train.lr: its low -1.0 is refused: train.lr must be a number > 0.0, got -1.0"),
+     "space.train.lr: its low -1.0 is refused: train.lr must be a number > 0, got -1.0"),
     ({"space": {"model.n_layers": {"choices": [0, 2]}}},
      "space.model.n_layers: its choice 0 is refused: model.n_layers must be an integer >= 1"),
     ({"space": {"model.pooling": {"choices": ["mean", "max"]}}},

@@ -146,3 +146,47 @@ def test_a_field_scale_target_without_its_rows_says_so_and_a_ratio_is_judged_as_
         "| dask: ms per series at 100,000 within 1.2x of 10,000 | not measured | |"]
     assert "| 100,001 series, local: every process under 2 GiB | not recorded | |" in lines
     assert lines[-1].endswith("largest worker 2,048 MiB | **no** |")
+
+
+def test_the_engines_agree_table_says_no_where_a_value_or_an_array_differs(tmp_path):
+    import json
+
+    from attn_forecast.report.docs import engines_agree
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    row = {"command": "python bench/engines_agree.py", "date": "2026-12-04", "commit": "abc1234",
+           "subset": "other", "values": 217163, "largest_difference": 0.0,
+           "differing_arrays": 0, "tol": 1e-9, "seconds": 33.6}
+    rows = [row, {**row, "largest_difference": 2e-6}, {**row, "differing_arrays": 1}]
+    (tmp_path / "bench/results/engines_agree.json").write_text(json.dumps(rows))
+    lines = engines_agree(tmp_path).splitlines()
+    assert lines[0].startswith("| M3 subset | values compared | largest difference |")
+    assert lines[2] == "| other | 217,163 | 0 | 0 | 1e-09 | yes | 34 | 2026-12-04 | abc1234 |"
+    assert "| 2e-06 | 0 | 1e-09 | **no** |" in lines[3]
+    assert "| 0 | 1 | 1e-09 | **no** |" in lines[4]
+
+
+def test_a_field_scale_ratio_compares_rows_of_one_run_and_says_when_it_cannot(tmp_path):
+    import json
+
+    from attn_forecast.report.docs import field_scale_targets
+
+    def row(n, engine, ms, commit):
+        return {"series": n, "engine": engine, "ms_per_series": ms, "date": "2026-12-04",
+                "commit": commit, "peak_rss_main_mib": 500, "peak_rss_worker_mib": 400}
+    # run a: both engines at 10,000 and dask at 100,000; run b (a slower machine): local at
+    # 10,000 and 100,000; the latest local row at 10,000 is run b's
+    rows = [row(10000, "dask", 29.0, "a"), row(10000, "local", 28.7, "a"),
+            row(100000, "dask", 31.2, "a"), row(100000, "local", 37.9, "b"),
+            row(10000, "local", 40.5, "b"), row(30000, "dask", 30.0, "c"),
+            row(30000, "local", 31.0, "d")]
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench/results/field_scale.json").write_text(json.dumps(rows))
+    lines = field_scale_targets(tmp_path).splitlines()[2:7]
+    assert lines == [
+        "| local: ms per series at 100,000 within 1.2x of 10,000 | 37.9 / 40.5 = 0.94x | yes |",
+        "| dask: ms per series at 100,000 within 1.2x of 10,000 | 31.2 / 29.0 = 1.08x | yes |",
+        "| 10,000 series: dask within 1.3x of local | 29.0 / 28.7 = 1.01x | yes |",
+        "| 30,000 series: dask within 1.3x of local | 30.0 / 31.0 = 0.97x (rows of different "
+        "runs) | yes |",
+        "| 100,000 series: dask within 1.3x of local | 31.2 / 37.9 = 0.82x (rows of different "
+        "runs) | yes |"]
