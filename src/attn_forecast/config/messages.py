@@ -37,40 +37,36 @@ def _section(loc: tuple) -> Any:
     return model
 
 
-def _field_kind(loc: tuple) -> str:
-    """'an integer' or 'a number' for the field at ``loc`` (or, an item of a list, for its
-    items), '' if unknown."""
+def _typed(loc: tuple) -> tuple[Any, list]:
+    """The type of the field at ``loc`` (or, an item of a list, of its items), Annotated
+    unwrapped, and every constraint on it (the field's and the item type's); (None, []) if
+    the schema has no such field."""
     item = loc[-1].isdigit()
     field_loc = loc[:-1] if item else loc
     model = _section(field_loc)
     field = model.model_fields.get(field_loc[-1]) \
         if isinstance(model, type) and issubclass(model, BaseModel) else None
     if field is None:
-        return ""
-    kind = field.annotation
-    if item:
-        kind = (get_args(kind) or (None,))[0]
+        return None, []
+    marks = list(field.metadata)
+    kind = (get_args(field.annotation) or (None,))[0] if item else field.annotation
     while get_origin(kind) is Annotated:
-        kind = get_args(kind)[0]
-    return {int: "an integer", float: "a number"}.get(kind, "")
+        kind, *more = get_args(kind)
+        marks += [m for x in more for m in (x.metadata if isinstance(x, FieldInfo) else [x])]
+    return kind, marks
+
+
+def _field_kind(loc: tuple) -> str:
+    """'an integer' or 'a number' for the field at ``loc`` (or, an item of a list, for its
+    items), '' if unknown."""
+    return {int: "an integer", float: "a number"}.get(_typed(loc)[0], "")
 
 
 def _range(loc: tuple) -> str:
     """The bounds of the field at ``loc`` (or, an item of a list, of its items) as the schema
     writes them, the lower first ('> 0 and < 1'); '' if it has none. A refused value is told
     both sides of what is allowed, not only the side it crossed."""
-    item = loc[-1].isdigit()
-    field_loc = loc[:-1] if item else loc
-    model = _section(field_loc)
-    field = model.model_fields.get(field_loc[-1]) \
-        if isinstance(model, type) and issubclass(model, BaseModel) else None
-    if field is None:
-        return ""
-    marks = list(field.metadata)
-    kind = (get_args(field.annotation) or (None,))[0] if item else field.annotation
-    while get_origin(kind) is Annotated:
-        kind, *more = get_args(kind)
-        marks += [m for x in more for m in (x.metadata if isinstance(x, FieldInfo) else [x])]
+    marks = _typed(loc)[1]
     ops = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}     # lower bounds first
     return " and ".join(f"{op} {getattr(m, attr)}" for attr, op in ops.items()
                         for m in marks if getattr(m, attr, None) is not None)
