@@ -112,6 +112,23 @@ def ensembles(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def global_m3(root: Path) -> str:
+    """bench/global_m3.py's committed result (bench/results/global_m3.json): one model per
+    subset against one global model, sMAPE on the M3 validation cuts, each subset and over
+    all forecasts, the lowest of each column in bold."""
+    got = _read(root, "bench/results/global_m3.json")
+    rows = got["rows"]
+    cols = list(SUBSETS) + ["all"]
+    best = {c: min(r[c] for r in rows.values()) for c in cols}
+    lines = ["| validation cuts, sMAPE | " + " | ".join(cols) + " | training s |",
+             "|---|" + "---:|" * (len(cols) + 1)]
+    for name, r in rows.items():
+        lines.append(f"| {name} | " + " | ".join(
+            f"**{r[c]:.2f}**" if r[c] == best[c] else f"{r[c]:.2f}" for c in cols)
+            + f" | {r['seconds']:.0f} |")
+    return "\n".join(lines) + f"\n\n`{got['command']}`\n"
+
+
 def seed_spread(root: Path) -> str:
     """bench/seed_spread.py's committed results (bench/results/seed_spread/<seed>.json, each a
     seed's leaderboard; seed 42's is the committed one): the whole model's and model+comb's
@@ -284,6 +301,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {"m3-points": m3_points,
                                             "m3-intervals": m3_intervals,
                                             "m3-targets": m3_targets, "m3-sign": m3_sign,
                                             "ensembles": ensembles,
+                                            "global-m3": global_m3,
                                             "seed-spread": seed_spread,
                                             "field-scale": field_scale,
                                             "field-scale-targets": field_scale_targets,
