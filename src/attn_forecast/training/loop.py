@@ -20,6 +20,7 @@ from torch import nn
 
 from ..data.windows import gather, inputs
 from ..errors import Diverged, Interrupted
+from .adam import Adam
 from .batches import Rows, WindowBatches, augment, move_unit, resolve_batch
 from .losses import PinballLoss, make_loss
 from ..progress import Progress
@@ -32,8 +33,9 @@ def quantile_loss(loss_fn: nn.Module) -> bool:
 
 
 def make_optimizer(model: nn.Module, p) -> torch.optim.Optimizer:
-    cls = torch.optim.Adam if p.optimizer == "adam" else torch.optim.AdamW
-    return cls(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
+    """Adam or AdamW (``p.optimizer``): torch's update, without torch's compiler (adam.py)."""
+    return Adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay,
+                decoupled=p.optimizer == "adamw")
 
 
 def make_scheduler(opt: torch.optim.Optimizer, p
