@@ -130,8 +130,9 @@ def dvc_copy() -> Path:
     """A throwaway git + DVC repo holding the project's pipeline."""
     work = Path(tempfile.mkdtemp(prefix="attn-bench-dvc-"))
     # with dvc.lock and the prior's outputs, the pretrain stage is up to date (never rerun)
-    for name in ("dvc.yaml", "dvc.lock", "params.yaml", "stages", "src",
-                 str(INPUTS.relative_to(ROOT)), "models/pretrained.pt", "reports/pretrain",
+    # (competitions/params.yaml: a dependency of several stages, what auto means for M3)
+    for name in ("dvc.yaml", "dvc.lock", "params.yaml", "competitions/params.yaml", "stages",
+                 "src", str(INPUTS.relative_to(ROOT)), "models/pretrained.pt", "reports/pretrain",
                  "reports/pretrain.json"):
         src = ROOT / name
         (work / name).parent.mkdir(parents=True, exist_ok=True)
