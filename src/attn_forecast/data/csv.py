@@ -81,9 +81,10 @@ def parse_times(text: pd.Series, fmt: str, where: str, column: str) -> pd.Series
     return out
 
 
-def _numbers(text: pd.Series, column: str, decimal: str, thousands: str, where: str
-             ) -> np.ndarray:
-    """Numbers from text cells in the file's dialect; empty cells become NaN."""
+def _numbers(text: pd.Series, column: str, decimal: str, thousands: str, where: str,
+             missing: str = "error") -> np.ndarray:
+    """Numbers from text cells in the file's dialect; empty cells become NaN (``missing``:
+    how they are then treated, named in the hint only where it would help)."""
     clean = text.str.replace(thousands, "", regex=False) if thousands else text
     if decimal != ".":
         clean = clean.str.replace(decimal, ".", regex=False)
@@ -94,8 +95,9 @@ def _numbers(text: pd.Series, column: str, decimal: str, thousands: str, where: 
         i = _first(bad)
         hint = (" (a decimal comma or thousands separator? set <decimal> or "
                 "<thousands>)" if re.fullmatch(r"[+-]?[\d.,\s']+", text.iloc[i])
-                else "; a cell holds a number, or nothing where the value is missing (then "
-                "set <missing> to ffill or drop)")
+                else "; a cell holds a number, or nothing where the value is missing"
+                + (" (then set <missing> to ffill or drop)" if missing == "error" else
+                   f": empty this cell, and <missing> ({missing}) handles it"))
         raise DataError(f"{where}: column {column!r} has a non-numeric value "
                         f"{text.iloc[i]!r} on line {text.index[i] + 2}{hint}")
     if np.isinf(values).any():
@@ -194,7 +196,7 @@ def read_table(path: str | Path, column: str, *, time_column: str = "", id_colum
     empty = np.zeros(len(raw), dtype=bool)
     for out, name in cols.items():
         text = raw[name].str.strip()
-        frame[out] = _numbers(text, name, decimal, thousands, str(path))
+        frame[out] = _numbers(text, name, decimal, thousands, str(path), missing)
         empty |= (text == "").to_numpy()
     frame["empty"] = empty
     frame = frame.sort_values(["code", "key"], kind="stable").reset_index(drop=True)

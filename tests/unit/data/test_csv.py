@@ -200,6 +200,17 @@ def test_a_non_numeric_value_names_its_line(tmp_path, bad):
     assert "line 4" in str(info.value) and repr(bad) in str(info.value)
 
 
+@pytest.mark.parametrize("missing", ["error", "ffill", "drop"])
+def test_the_hint_for_a_word_in_a_value_column_fits_the_missing_setting(tmp_path, missing):
+    with pytest.raises(DataError) as info:
+        _read(_csv(tmp_path, "value\n1\nn/a\n3\n"), "value", missing=missing)
+    msg = str(info.value)
+    if missing == "error":
+        assert msg.endswith("(then set data.missing to ffill or drop)")
+    else:
+        assert msg.endswith(f"empty this cell, and data.missing ({missing}) handles it")
+
+
 @pytest.mark.parametrize("bad", ["inf", "-inf", "Infinity", "1e400"])
 def test_an_infinite_value_is_refused(tmp_path, bad):
     with pytest.raises(DataError, match="infinite value on line 3"):
