@@ -6,7 +6,8 @@ the results in the tasks' order, so the forecasts are the same bits either way.
 
 A Dask worker that dies (its process killed, its machine lost) costs its tasks a retry on
 another worker (:data:`RETRIES`), never a missing result: a task that fails every try raises,
-and the stage stops with that error. A cluster that cannot be reached, or that has no worker
+and the stage stops with that error; a task that ends every worker it runs on is an
+:class:`EngineError`. A cluster that cannot be reached, or that has no worker
 for :data:`WORKER_WAIT` seconds (at the start or in the middle of a map), is an
 :class:`EngineError`: one line naming ``evaluate.engine_address``, never a silent wait.
 
@@ -147,7 +148,7 @@ def _dask_map(client, fn: Callable, tasks: list, address: str = "") -> list:
                 _a_worker(client, "lost every worker", address)
                 continue
             for future in done:
-                parts[out[future.key][0]] = future.result()   # raises once its retries are spent
+                parts[out[future.key][0]] = _result(future, address)
                 del out[future.key]
                 future.release()
             top_up()
@@ -155,6 +156,22 @@ def _dask_map(client, fn: Callable, tasks: list, address: str = "") -> list:
         if out:
             client.cancel([f for _, f in out.values()])
     return [r for i in range(len(parts)) for r in parts[i]]
+
+
+def _result(future, address: str):
+    """A batch's results; its task's own error once its retries are spent, as it was raised.
+    A batch whose every try ended the worker it ran on (Dask's KilledWorker: a worker's
+    memory limit, a crash in native code) is an :class:`EngineError`, one line."""
+    from distributed import KilledWorker
+    try:
+        return future.result()
+    except KilledWorker as err:
+        at = f"at <engine_address> {address}" if address else "this stage started"
+        raise EngineError(f"a batch of series ended every Dask worker it ran on, try after try, "
+                          f"on the cluster {at} ({type(err).__name__}: "
+                          f"{(str(err).splitlines() or [''])[0][:120]}): a worker's memory "
+                          "limit or a crash in native code; see the workers' logs, give them "
+                          "more memory, or use the local engine") from None
 
 
 def _a_worker(client, state: str, address: str) -> None:

@@ -66,6 +66,31 @@ def test_a_worker_killed_mid_run_costs_a_retry_never_a_missing_result(tmp_path):
     assert got == [x * x for x in range(12)]           # every task's result, in order
 
 
+def _always_dies(x: int) -> int:
+    """A task that ends the worker it runs on, every time (as a memory limit would)."""
+    if x == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x
+
+
+def test_a_task_that_ends_every_worker_it_runs_on_is_one_line():
+    import time
+
+    import dask
+
+    from attn_forecast.engine import EngineError
+    t0 = time.perf_counter()
+    # the scheduler (embedded, in this process) gives up on a task after one worker death
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        with Engine("dask", jobs=2) as engine:
+            with pytest.raises(EngineError) as info:
+                engine.map(_always_dies, list(range(6)))
+    msg = str(info.value)
+    assert "\n" not in msg and "ended every Dask worker it ran on" in msg
+    assert "this stage started" in msg and "KilledWorker" in msg
+    assert time.perf_counter() - t0 < 120
+
+
 def test_an_address_without_a_scheduler_is_one_line():
     from attn_forecast.engine import EngineError, dask_client
     with pytest.raises(EngineError, match=r"cannot reach the Dask cluster at engine_address "
