@@ -5,9 +5,10 @@ process per core) when none is given. Both map one function over the same tasks 
 the results in the tasks' order, so the forecasts are the same bits either way.
 
 A Dask worker that dies (its process killed, its machine lost) costs its tasks a retry on
-another worker (:data:`RETRIES`), never a missing result: a task that fails every try raises,
-and the stage stops with that error; a task that ends every worker it runs on is an
-:class:`EngineError`. A cluster that cannot be reached, or that has no worker
+another worker (Dask reschedules them, up to its ``distributed.scheduler.allowed-failures``),
+never a missing result; a task that ends every worker it runs on is an :class:`EngineError`.
+A task that raises is tried again (:data:`RETRIES`), and one that fails every try stops the
+stage with its error. A cluster that cannot be reached, or that has no worker
 for :data:`WORKER_WAIT` seconds (at the start or in the middle of a map), is an
 :class:`EngineError`: one line naming ``evaluate.engine_address``, never a silent wait.
 
@@ -27,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from .errors import SettingError
 
 ENGINES = ("local", "dask")
-RETRIES = 3        # a task's tries on other workers after its worker died
+RETRIES = 3        # a task's tries after it raised (a worker's death: Dask's allowed-failures)
 WORKER_WAIT = 120  # seconds a map waits for a cluster without workers to get one
 POLL = 5           # seconds between a map's checks that its cluster has workers while none returns
 
@@ -167,11 +168,13 @@ def _result(future, address: str):
         return future.result()
     except KilledWorker as err:
         at = f"at <engine_address> {address}" if address else "this stage started"
-        raise EngineError(f"a batch of series ended every Dask worker it ran on, try after try, "
-                          f"on the cluster {at} ({type(err).__name__}: "
-                          f"{(str(err).splitlines() or [''])[0][:120]}): a worker's memory "
-                          "limit or a crash in native code; see the workers' logs, give them "
-                          "more memory, or use the local engine") from None
+        last = getattr(err.last_worker, "address", err.last_worker)
+        raise EngineError(f"a batch of series ended every Dask worker it ran on "
+                          f"({type(err).__name__}: {err.allowed_failures + 1} workers, the "
+                          f"last {last}) on the "
+                          f"cluster {at}: a worker's memory limit or a crash in native code; "
+                          "see that worker's log, give the workers more memory, or use the "
+                          "local engine") from None
 
 
 def _a_worker(client, state: str, address: str) -> None:

@@ -7,7 +7,11 @@ search trial pays around its work. This optimizer is a ``torch.optim.Optimizer``
 learning-rate schedulers drive it as they drive torch's), whose update is torch's
 single-tensor Adam, the path torch takes for tensors on a CPU, op for op: the same weights to
 the last bit (tests/unit/training/test_adam.py checks it against ``torch.optim.Adam`` and
-``AdamW``). It has no amsgrad, maximize, foreach or fused variants: the project uses none.
+``AdamW``). It has no amsgrad, maximize, foreach or fused variants, and refuses complex
+weights and sparse gradients: the project uses none. On a GPU, where the import is small beside
+the device's start and torch's multi-tensor update launches fewer kernels, the training loop
+takes torch's own (loop.make_optimizer). It reads torch's undecorated ``add_param_group`` and
+``zero_grad`` (``__wrapped__``), as torch 2.13 (pinned) defines them.
 """
 from __future__ import annotations
 
@@ -49,6 +53,9 @@ class Adam(Optimizer):
                                                         memory_format=torch.preserve_format)
                     state["exp_avg_sq"] = torch.zeros_like(param,
                                                            memory_format=torch.preserve_format)
+                if param.grad.is_sparse or torch.is_complex(param):
+                    raise TypeError("training.adam.Adam takes real weights with dense "
+                                    "gradients; use torch.optim.Adam for others")
                 grad, exp_avg, exp_avg_sq = param.grad, state["exp_avg"], state["exp_avg_sq"]
                 state["step"] += 1
                 if wd != 0:

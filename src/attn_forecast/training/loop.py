@@ -33,9 +33,13 @@ def quantile_loss(loss_fn: nn.Module) -> bool:
 
 
 def make_optimizer(model: nn.Module, p) -> torch.optim.Optimizer:
-    """Adam or AdamW (``p.optimizer``): torch's update, without torch's compiler (adam.py)."""
-    return Adam(model.parameters(), lr=p.lr, weight_decay=p.weight_decay,
-                decoupled=p.optimizer == "adamw")
+    """Adam or AdamW (``p.optimizer``): on a CPU torch's update without torch's compiler
+    (adam.py: a second less of each training process's start), on a GPU torch's own."""
+    params = list(model.parameters())
+    if params and params[0].device.type != "cpu":
+        cls = torch.optim.Adam if p.optimizer == "adam" else torch.optim.AdamW
+        return cls(params, lr=p.lr, weight_decay=p.weight_decay)
+    return Adam(params, lr=p.lr, weight_decay=p.weight_decay, decoupled=p.optimizer == "adamw")
 
 
 def make_scheduler(opt: torch.optim.Optimizer, p

@@ -53,3 +53,29 @@ def test_training_never_imports_the_compiler():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "False"
+
+
+def test_complex_weights_and_sparse_gradients_are_refused_by_name():
+    w = nn.Parameter(torch.tensor([1 + 1j, 2 - 1j]))
+    w.grad = torch.ones_like(w)
+    with pytest.raises(TypeError, match="real weights with dense gradients"):
+        Adam([w], lr=0.1).step()
+    emb = nn.Embedding(4, 2, sparse=True)
+    emb(torch.tensor([1])).sum().backward()
+    with pytest.raises(TypeError, match="real weights with dense gradients"):
+        Adam(emb.parameters(), lr=0.1).step()
+
+
+def test_the_loop_takes_this_optimizer_on_a_cpu():
+    from attn_forecast.training.loop import make_optimizer
+    from attn_forecast.training.settings import TrainSettings
+    opt = make_optimizer(nn.Linear(2, 1), TrainSettings(optimizer="adamw", weight_decay=0.1))
+    assert type(opt) is Adam and opt.param_groups[0]["decoupled"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_the_loop_takes_torchs_optimizer_on_a_gpu():
+    from attn_forecast.training.loop import make_optimizer
+    from attn_forecast.training.settings import TrainSettings
+    opt = make_optimizer(nn.Linear(2, 1).cuda(), TrainSettings(optimizer="adamw"))
+    assert type(opt) is torch.optim.AdamW
