@@ -66,23 +66,31 @@ def fit_and_forecast(p, store) -> tuple[np.ndarray, np.ndarray, float]:
     return fc.forecasts["model"]["test"].point, fc.ends["test"], seconds
 
 
-def per_subset(steps: int) -> tuple[dict, float]:
-    """Each subset's own model: its forecasts, targets, and the training seconds together."""
+def per_subset(steps: dict[str, int]) -> tuple[dict, float]:
+    """Each subset's own model (``steps[subset]`` steps): its forecasts, targets, and the
+    training seconds together."""
     out, total = {}, 0.0
     for subset in SUBSETS:
-        p, prof = subset_params(PARAMS, subset, settings(steps), holdout="validation")
+        p, prof = subset_params(PARAMS, subset, settings(steps[subset]), holdout="validation")
         store = model_store(p, prof)
         f, ends, seconds = fit_and_forecast(p, store)
         y = store.targets(ends)
         out[subset] = {"series": int(store.n_series), "y": y, "f": f}
         total += seconds
-        print(f"  {subset}: one model, {store.n_series} series, sMAPE {smape(y, f):.3f} "
-              f"({seconds:.0f} s)", flush=True)
+        print(f"  {subset}: one model, {store.n_series} series, {steps[subset]} steps, sMAPE "
+              f"{smape(y, f):.3f} ({seconds:.0f} s)", flush=True)
     return out, total
 
 
-def pooled(steps: int) -> tuple[dict, float]:
-    """One store of every subset's series (each padded to the longest horizon), one model."""
+def _global_params(steps: int):
+    # no one season across the subsets: the model's RevIN reads none; it is scored by sMAPE
+    over = {**settings(steps), "evaluate": {"season": 0}}
+    return subset_params(PARAMS, "monthly", over, holdout="validation")
+
+
+def pooled_store():
+    """One store of every subset's series, each padded to the longest horizon, and each
+    series' (subset, horizon)."""
     frames, horizon = [], {}
     for subset in SUBSETS:
         fr = sources.competition("m3", subset, "validation")
@@ -99,10 +107,24 @@ def pooled(steps: int) -> tuple[dict, float]:
                                 "horizon": H, "period": g["period"].iloc[0]})
             padded.append(pd.concat([g.assign(horizon=H), pad], ignore_index=True))
     frame = pd.concat(padded, ignore_index=True)
-    # no one season across the subsets: the model's RevIN reads none; it is scored by sMAPE
-    over = {**settings(steps), "evaluate": {"season": 0}}
-    p, prof = subset_params(PARAMS, "monthly", over, holdout="validation")
+    p, prof = _global_params(1)
     store = prepare(p, raw_of(frame, []), {"name": prof["profile"], "resolved": prof})
+    return store, horizon
+
+
+def shares(store, horizon: dict) -> dict[str, float]:
+    """Each subset's share of the pooled store's training windows (the batches draw windows
+    uniformly, so each subset's share of the global model's steps)."""
+    n = store.counts("train")
+    of = np.array([horizon[i][0] for i in store.ids])
+    return {s: float(n[of == s].sum() / n.sum()) for s in SUBSETS}
+
+
+def pooled(steps: int, built) -> tuple[dict, float]:
+    """The one model over the pooled store ``built`` (pooled_store's), scored per subset on
+    each series' own first h steps."""
+    store, horizon = built
+    p, _ = _global_params(steps)
     f, ends, seconds = fit_and_forecast(p, store)
     y = store.targets(ends)
     ids = store.ids[store.series_of(ends)]
@@ -111,8 +133,8 @@ def pooled(steps: int) -> tuple[dict, float]:
         rows = np.array([horizon[i][0] == subset for i in ids])
         h = next(h for s, h in horizon.values() if s == subset)
         out[subset] = {"series": int(rows.sum()), "y": y[rows, :h], "f": f[rows, :h]}
-    print(f"  global: one model, {store.n_series} series, horizon {H}, {steps} steps "
-          f"({seconds:.0f} s)", flush=True)
+    print(f"  global: one model, {store.n_series} series, horizon {store.horizon}, {steps} "
+          f"steps ({seconds:.0f} s)", flush=True)
     return out, seconds
 
 
@@ -129,16 +151,26 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=1000, help="training steps per subset")
-    ap.add_argument("--also-equal-steps", action="store_true")
+    ap.add_argument("--also-equal-steps", action="store_true",
+                    help="also the global model with only --steps steps")
+    ap.add_argument("--matched", action="store_true",
+                    help="also each subset's model with its share of the global model's steps")
     ap.add_argument("--out")
     args = ap.parse_args()
     command = "python bench/global_m3.py " + " ".join(sys.argv[1:])
     print(f"command: {command}", flush=True)
-    runs = {"per subset": per_subset(args.steps),
-            f"global, {4 * args.steps} steps": pooled(4 * args.steps)}
+    built = pooled_store()
+    share = shares(*built)
+    print("  the subsets' shares of the pooled training windows: "
+          + ", ".join(f"{s} {share[s]:.1%}" for s in SUBSETS), flush=True)
+    runs = {"per subset": per_subset({s: args.steps for s in SUBSETS}),
+            f"global, {4 * args.steps} steps": pooled(4 * args.steps, built)}
     if args.also_equal_steps:
-        runs[f"global, {args.steps} steps"] = pooled(args.steps)
-    for got, _ in runs.values():   # the same targets on every side, series for series
+        runs[f"global, {args.steps} steps"] = pooled(args.steps, built)
+    if args.matched:
+        runs["per subset, the global model's steps each"] = per_subset(
+            {s: max(1, round(4 * args.steps * share[s])) for s in SUBSETS})
+    for got, _ in runs.values():   # every side scores the same targets (as multisets)
         for s in SUBSETS:
             mine, theirs = runs["per subset"][0][s]["y"], got[s]["y"]
             assert mine.shape == theirs.shape and np.array_equal(
@@ -150,7 +182,8 @@ def main() -> None:
         print(f"| {name} | " + " | ".join(f"{r[s]:.2f}" for s in SUBSETS)
               + f" | {r['all']:.2f} | {r['seconds']:.0f} |")
     if args.out:
-        Path(args.out).write_text(json.dumps({"command": command, "rows": rows}, indent=1)
+        Path(args.out).write_text(json.dumps({"command": command, "shares": share,
+                                              "rows": rows}, indent=1)
                                   + "\n")
 
 

@@ -119,12 +119,12 @@ def global_m3(root: Path) -> str:
     got = _read(root, "bench/results/global_m3.json")
     rows = got["rows"]
     cols = list(SUBSETS) + ["all"]
-    best = {c: min(r[c] for r in rows.values()) for c in cols}
+    best = {c: min(round(r[c], 2) for r in rows.values()) for c in cols}   # as shown
     lines = ["| validation cuts, sMAPE | " + " | ".join(cols) + " | training s |",
              "|---|" + "---:|" * (len(cols) + 1)]
     for name, r in rows.items():
         lines.append(f"| {name} | " + " | ".join(
-            f"**{r[c]:.2f}**" if r[c] == best[c] else f"{r[c]:.2f}" for c in cols)
+            f"**{r[c]:.2f}**" if round(r[c], 2) == best[c] else f"{r[c]:.2f}" for c in cols)
             + f" | {r['seconds']:.0f} |")
     return "\n".join(lines) + f"\n\n`{got['command']}`\n"
 
