@@ -14,22 +14,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT  # noqa: E402
+from common import ROOT, train_on  # noqa: E402
 
 from attn_forecast.evaluation.metrics import smape  # noqa: E402
 from attn_forecast.forecasters.neural import ModelForecaster  # noqa: E402
 from attn_forecast.forecasters.run import run  # noqa: E402
-from attn_forecast.pipeline import model as pm  # noqa: E402
 from attn_forecast.pipeline.competition import model_store, subset_params  # noqa: E402
-from attn_forecast.pipeline.forecasting import check_data  # noqa: E402
-from attn_forecast.training.distributed import Distributed  # noqa: E402
 
 CONFIGS = {"own": {},
            "losses": {"train": {"losses": ["smape", "mase", "mape"], "ensemble": 1}},
@@ -40,13 +36,7 @@ def scores(subset: str, over: dict) -> dict:
     p, prof = subset_params(ROOT / "competitions" / "params.yaml", subset, over,
                             holdout="validation")
     store = model_store(p, prof)
-    season = check_data(p, store)
-    dist = Distributed(0, 1, pm.device(p.train))
-    settings = pm.model_settings(p, store, season)
-    pm.threads_for(p, settings, int(store.counts("train").sum()), 1)
-    t0 = time.perf_counter()
-    model, results = pm.train(p, settings, store, dist)
-    seconds = time.perf_counter() - t0
+    model, results, seconds, season = train_on(p, store)
     fc = run(store, [ModelForecaster(model)], ("test",), (), season=season)
     f = fc.forecasts["model"]["test"]
     y = store.targets(fc.ends["test"])

@@ -22,24 +22,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT  # noqa: E402
+from common import ROOT, train_on  # noqa: E402
 
 from attn_forecast.data import sources  # noqa: E402
 from attn_forecast.evaluation.metrics import smape  # noqa: E402
 from attn_forecast.forecasters.neural import ModelForecaster  # noqa: E402
 from attn_forecast.forecasters.run import run  # noqa: E402
-from attn_forecast.pipeline import model as pm  # noqa: E402
 from attn_forecast.pipeline.competition import model_store, subset_params  # noqa: E402
 from attn_forecast.pipeline.data import prepare, raw_of  # noqa: E402
-from attn_forecast.pipeline.forecasting import check_data  # noqa: E402
-from attn_forecast.training.distributed import Distributed  # noqa: E402
 
 SUBSETS = ("yearly", "quarterly", "monthly", "other")
 PARAMS = ROOT / "competitions" / "params.yaml"
@@ -55,13 +51,7 @@ def settings(steps: int) -> dict:
 def fit_and_forecast(p, store) -> tuple[np.ndarray, np.ndarray, float]:
     """Train on ``store``'s training parts; the test windows' forecasts, their ends and the
     training seconds."""
-    season = check_data(p, store)
-    dist = Distributed(0, 1, pm.device(p.train))
-    s = pm.model_settings(p, store, season)
-    pm.threads_for(p, s, int(store.counts("train").sum()), 1)
-    t0 = time.perf_counter()
-    model, _ = pm.train(p, s, store, dist)
-    seconds = time.perf_counter() - t0
+    model, _, seconds, season = train_on(p, store)
     fc = run(store, [ModelForecaster(model)], ("test",), (), season=season)
     return fc.forecasts["model"]["test"].point, fc.ends["test"], seconds
 
