@@ -12,6 +12,13 @@ stage with its error. A cluster that cannot be reached, or that has no worker
 for :data:`WORKER_WAIT` seconds (at the start or in the middle of a map), is an
 :class:`EngineError`: one line naming ``evaluate.engine_address``, never a silent wait.
 
+The same bits are guaranteed on an embedded cluster (its workers are this machine's processes
+of this environment). Workers at an address were started elsewhere: at the start of each map
+every worker there is asked for the versions that decide the forecasts (:func:`versions`:
+this project's, with a digest of its source, numpy's, statsforecast's, Python's), and one
+that differs from this process stops the stage with one line naming it. The same versions do
+not make the same bits on another CPU or with other native libraries (BLAS, numba's LLVM).
+
     tasks --map--> local: ProcessPoolExecutor(jobs)        --> results, in order
                    dask:  Client(address | LocalCluster).submit, two batches a
                           worker thread out at a time --> results, in order
@@ -129,6 +136,8 @@ def _dask_map(client, fn: Callable, tasks: list, address: str = "") -> list:
     if not tasks:
         return []
     _a_worker(client, "has no worker yet", address)
+    if address:                     # workers started elsewhere: the same versions as here?
+        same_versions(client.run(PROBE), PROBE(), address)
     size = max(1, len(tasks) // (64 * _threads(client)))
     chunks = iter(enumerate(tasks[i:i + size] for i in range(0, len(tasks), size)))
     parts: dict[int, list] = {}
@@ -200,6 +209,63 @@ def _a_worker(client, state: str, address: str) -> None:
                           f"{WORKER_WAIT} s); start one (`dask worker {address} --nthreads 1`, "
                           "in an environment with this project installed) or leave "
                           "<engine_address> empty for a cluster on this machine") from None
+
+
+def _probe() -> Callable[[], dict[str, str]]:
+    """The function behind :data:`PROBE`: nested, so that cloudpickle sends it to a worker by
+    value (a worker without this project answers "missing" rather than failing to load it);
+    it imports nothing but the standard library."""
+    def versions() -> dict[str, str]:
+        """This environment's versions that decide the field's forecasts: this project's (its
+        ``__version__`` and a digest of its source files: another commit of the same version
+        differs), numpy's, statsforecast's (installed, as pip sees them) and Python's."""
+        import hashlib
+        import importlib.metadata
+        import importlib.util
+        import platform
+        import re
+        from pathlib import Path
+
+        def installed(name: str) -> str:
+            try:
+                return importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                return "missing"
+        spec = importlib.util.find_spec("attn_forecast")
+        project = "missing"
+        if spec is not None and spec.submodule_search_locations:
+            root = Path(list(spec.submodule_search_locations)[0])
+            digest = hashlib.sha256()
+            for f in sorted(root.rglob("*")):
+                if f.suffix in (".py", ".yaml") and "__pycache__" not in f.parts:
+                    digest.update(f.relative_to(root).as_posix().encode() + b"\0")
+                    digest.update(f.read_bytes())
+            found = re.search(r'__version__ = "([^"]+)"', (root / "__init__.py").read_text())
+            project = (f"{found.group(1) if found else '?'} "
+                       f"(source sha256 {digest.hexdigest()[:12]})")
+        return {"attn_forecast": project, "numpy": installed("numpy"),
+                "statsforecast": installed("statsforecast"),
+                "python": platform.python_version()}
+    return versions
+
+
+PROBE = _probe()    # run here and, by ``client.run``, on every worker of a cluster at an address
+
+
+def same_versions(answers: dict[str, dict], here: dict[str, str], address: str) -> None:
+    """Return if every worker's :data:`PROBE` answer (``answers``: worker address -> its
+    versions, as ``client.run`` gives them) is ``here``'s; else an :class:`EngineError` naming
+    the first such worker (by address), what differs and what to do."""
+    for worker in sorted(answers):
+        theirs = answers[worker]
+        differ = [f"{k} {theirs.get(k, 'missing')} (here {v})" for k, v in here.items()
+                  if theirs.get(k) != v]
+        if differ:
+            raise EngineError(f"the Dask worker {worker} of the cluster at <engine_address> "
+                              f"{address} runs other versions than this process: "
+                              f"{', '.join(differ)}; install this project's same commit in "
+                              "the workers' environment with the same constraints (`pip "
+                              "install -c constraints.txt -e .`) and restart them")
 
 
 def _threads(client) -> int:

@@ -1,12 +1,16 @@
 """End-to-end: the ``dvc plots show`` page renders in a real browser.
 
-Runs where Debian's headless ``chromium`` is installed and a local copy of the three scripts
-the page loads from the web (vega, vega-lite, vega-embed at DVC's versions) is found: the
-folder named by ``VEGA_JS_DIR``, holding ``vega.min.js``, ``vega-lite.min.js`` and
-``vega-embed.min.js``, or a ``node_modules`` tree there (``npm install vega@5.20.2
-vega-lite@5.2.0 vega-embed@6.18.2``). The page's CDN addresses are pointed at that copy (the
-test machines have no web access), then Chromium loads it, must report no script error, must
-draw every plot, and a screenshot is taken. Without a browser or the scripts it is skipped.
+Runs where Debian's headless ``chromium`` is installed (``/usr/bin/chromium``) and a local
+copy of the three scripts the page loads from the web (vega, vega-lite, vega-embed at DVC's
+versions) is found: the folder named by ``VEGA_JS_DIR``, holding ``vega.min.js``,
+``vega-lite.min.js`` and ``vega-embed.min.js``, or a ``node_modules`` tree there (``npm
+install --legacy-peer-deps vega@5.20.2 vega-lite@5.2.0 vega-embed@6.18.2``: DVC's page pins
+vega 5.20.2, below the others' declared peer range). ``.ci/run`` installs both where it can.
+The page's CDN addresses are pointed at that copy (the test machines have no web access), then
+Chromium loads it, must report no script error, must draw every plot, and a screenshot is
+taken. Each start of Chromium is headless, without the sandbox, the GPU or any background
+connection (the machine's network is closed), with a new empty profile. Without a browser or
+the scripts it is skipped.
 """
 from __future__ import annotations
 
@@ -39,6 +43,13 @@ pytestmark = [
 ]
 
 
+def _new_profile(tmp_path: Path, name: str) -> str:
+    """The flag of a new empty profile folder for one start of Chromium."""
+    folder = tmp_path / f"profile-{name}"
+    folder.mkdir()
+    return f"--user-data-dir={folder}"
+
+
 def test_plots_page_renders_every_plot_without_script_errors(project, tmp_path):
     proj = project
     proj.run(["dvc", "repro"], timeout=300, check=True)
@@ -52,18 +63,18 @@ def test_plots_page_renders_every_plot_without_script_errors(project, tmp_path):
     local.write_text(page)
     n_plots = page.count("vegaEmbed(")
     shot = tmp_path / "plots.png"
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--allow-file-access-from-files",
-             "--enable-logging=stderr", "--v=0", "--virtual-time-budget=15000"]
-    dom = subprocess.run([BROWSER, *flags, "--dump-dom", local.as_uri()],
-                         capture_output=True, text=True, timeout=120)
+             "--allow-file-access-from-files", "--enable-logging=stderr", "--v=0",
+             "--virtual-time-budget=15000"]
+    dom = subprocess.run([BROWSER, *flags, _new_profile(tmp_path, "dom"), "--dump-dom",
+                          local.as_uri()], capture_output=True, text=True, timeout=120)
     console = [ln for ln in dom.stderr.splitlines() if "CONSOLE" in ln]
     errors = [ln for ln in console if "Uncaught" in ln or "Error" in ln]
     assert not errors, "\n".join(errors)
     # vega-embed draws each plot into a canvas (or an svg) inside its div
     drawn = dom.stdout.count("<canvas") + dom.stdout.count('class="marks"')
     assert drawn >= n_plots > 0, (drawn, n_plots)
-    subprocess.run([BROWSER, *flags, f"--screenshot={shot}", "--window-size=1200,2400",
-                    local.as_uri()], capture_output=True, timeout=120)
+    subprocess.run([BROWSER, *flags, _new_profile(tmp_path, "shot"), f"--screenshot={shot}",
+                    "--window-size=1200,2400", local.as_uri()], capture_output=True, timeout=120)
     assert shot.is_file() and shot.stat().st_size > 20_000

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import zipfile
 from pathlib import Path
 
 import torch
@@ -35,23 +36,76 @@ def save(path: str | Path, model: nn.Module, extra: dict) -> None:
 
 def read(path: str | Path, what: str = "--model") -> dict:
     """The payload of a checkpoint of this project's train stage; ``what`` names the setting
-    in the one-line error for anything else."""
+    in the one-line error for anything else: a file cut short, a file that is no PyTorch
+    checkpoint at all, a PyTorch file without this project's entries."""
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        damage = _damage(Path(path))
+        payload = None if damage else torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise UserInputError(f"{what}: file not found: {path}") from None
     except IsADirectoryError:
         raise UserInputError(f"{what}: {path} is a folder, not a checkpoint file") from None
     except OSError as err:
         raise UserInputError(f"{what}: cannot read {path} ({err.strerror})") from None
-    except (RuntimeError, ValueError, KeyError, TypeError, EOFError,
-            pickle.UnpicklingError) as err:  # what torch.load raises on a foreign file
+    except pickle.UnpicklingError as err:  # pickled objects, which weights_only refuses
         raise UserInputError(f"{what}: {path} is not a PyTorch checkpoint "
-                             f"({type(err).__name__})") from None
+                             f"({type(err).__name__}: it holds pickled objects, not plain "
+                             "data)") from None
+    except (RuntimeError, ValueError, KeyError, TypeError, EOFError, IndexError) as err:
+        # a whole zip whose inside is damaged (what torch.load raises on one varies)
+        raise UserInputError(f"{what}: {path} is damaged ({type(err).__name__}: "
+                             f"{str(err).split('.')[0]}); {_AGAIN}") from None
+    if damage:
+        raise UserInputError(f"{what}: {path} {damage}")
     if not (isinstance(payload, dict) and {"settings", "state_dict", "prepare"} <= set(payload)):
+        holds = (f"a dict with keys {', '.join(map(str, payload)) or 'nothing'}"
+                 if isinstance(payload, dict) else f"a {type(payload).__name__}")
         raise UserInputError(f"{what}: {path} is not a checkpoint of this project's train "
-                             "stage (no settings, state_dict and prepare entries)")
+                             f"stage (no settings, state_dict and prepare entries; it holds "
+                             f"{holds})")
     return payload
+
+
+_ZIP = b"PK\x03\x04"                       # what torch.save writes: a zip archive
+_LEGACY = b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19"  # torch.save before 1.6: a pickle
+_END, _END_SEARCH = b"PK\x05\x06", 22 + 65535   # end record, within its longest comment
+_AGAIN = "copy it again, or `dvc checkout` (or `dvc repro`) it"
+
+
+def _damage(path: Path) -> str | None:
+    """What is wrong with the file at ``path`` as a PyTorch checkpoint, read from its first
+    bytes and its zip directory (cheap: no weights are read), or None when torch should
+    load it."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        head = f.read(64)
+    if not head:
+        return f"is empty (0 bytes), not a PyTorch checkpoint; {_AGAIN}"
+    if head.startswith(_LEGACY):
+        return None
+    if not head.startswith(_ZIP[:len(head)]):
+        kind = "text" if _is_text(head) else "binary data"
+        return (f"is not a PyTorch checkpoint (a checkpoint is a zip archive; this is {kind}, "
+                f"{size:,} bytes)")
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+    except zipfile.BadZipFile as err:
+        with path.open("rb") as f:     # a zip ends with its directory's 22-byte end record
+            f.seek(max(0, size - _END_SEARCH))
+            tail = f.read()
+        if tail.rfind(_END) not in range(len(tail) - 21):  # none whole: cut short
+            return f"is truncated ({size:,} bytes, the end of its zip archive missing); {_AGAIN}"
+        return f"is damaged (its zip directory: {err}); {_AGAIN}"
+    if not any(n.endswith("/data.pkl") for n in names):
+        return "is a zip archive but not a PyTorch checkpoint (no data.pkl inside)"
+    return None
+
+
+def _is_text(head: bytes) -> bool:
+    """Whether a file's first bytes read as UTF-8 text (its last character may be cut)."""
+    text = head.decode("utf-8", errors="replace")[:-1]
+    return "\ufffd" not in text and all(ch.isprintable() or ch.isspace() for ch in text)
 
 
 def model_from(payload: dict, device: str | torch.device = "cpu") -> nn.Module:

@@ -1,12 +1,17 @@
 """An ensemble's members, built and trained: ``p.ensemble`` seeds of each settings (an
 ensemble over lookbacks: the longest window first) and each training loss of ``losses``
-(``[]``: ``p.loss``), every member through the one training loop (loop.fit). On a CUDA device
-the members that share a shape (one settings: its seeds and losses) are trained together as
-one batched network (stacked.py), where nothing needs them one at a time (one process, no
-compile or wrap, no watch); otherwise one after another. On a CPU the batched network is no
+(``[]``: ``p.loss``), every member through the one training loop (loop.fit), one after
+another, each with its own seed's batch order and input noise and its own early stop.
+
+The members that share a shape can instead be trained as one batched network (stacked.py),
+but only when asked for (``stack=True``; ``"auto"`` is the loop, on every device), because it
+trains a different ensemble: every member takes the first member's batch order and input
+noise, and one early stop (the best epoch, patience) is taken for all of them on the sum of
+their validation losses, losses of different scales when the members' losses differ
+(sMAPE's percent against MASE's ratio). It has never been measured on a GPU; on a CPU it is no
 faster: bench/members.py, M3 monthly's model, 2 threads: 1.26x for 3 members, 0.95x for 9; 1
 thread: 1.00x and 0.69x (torch.func.vmap's batched matmuls and the explicit attention path it
-needs against the loop), so ``stack`` "auto" stacks on CUDA only."""
+needs against the loop)."""
 from __future__ import annotations
 
 import copy
@@ -75,15 +80,17 @@ def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Ten
     the first member's epochs (the history CSV's). ``init``: every member starts from a copy
     of this model's weights (the prior, fine-tuned) instead of random ones. ``watch(row,
     member)`` sees the first member after each of its epochs, with the member itself (a
-    search scoring it to prune a trial: it may raise to end the run). ``stack``: train the
-    members of one shape as one batched network (stacked.py) where it can: True, False, or
-    "auto" (on a CUDA device)."""
+    search scoring it to prune a trial: it may raise to end the run). ``stack``: True trains
+    the members of one shape as one batched network (stacked.py: a different ensemble, see
+    the module's docstring) where it can (one process, no wrap, no watch); False or "auto":
+    one after another, on every device."""
     members = plan(settings, p, losses)
     groups: dict[ModelSettings, list[int]] = {}
     for i, (s, _, _) in enumerate(members):
         groups.setdefault(s, []).append(i)
-    wanted = stack is True or (stack == "auto" and torch.device(device).type == "cuda")
-    batched = wanted and world == 1 and wrap is None and watch is None
+    if stack not in (True, False, "auto"):
+        raise ValueError(f"stack must be True, False or 'auto', got {stack!r}")
+    batched = stack is True and world == 1 and wrap is None and watch is None
     kw = dict(cal=cal, rows=rows, progress=progress, rank=rank, world=world,
               keep_start=init is not None)
     models: list[nn.Module | None] = [None] * len(members)

@@ -7,10 +7,19 @@ training loop (loop.fit) trains it like any model::
 
     x (B, W) --vmap over K members--> (K, B, H) --member k's loss--> sum over k --> backward
 
-Every member sees the same batches; they differ by their initial weights (their seeds) and
-their losses. The group is validated by the mean of its members' validation losses (they keep
-their best epoch together). Afterwards each member module gets its trained weights back
-(:meth:`Stacked.unstack`), and the ensemble forecasts as before.
+Afterwards each member module gets its trained weights back (:meth:`Stacked.unstack`), and
+the ensemble forecasts as before.
+
+It trains a different ensemble than the loop that trains the members one after another
+(members.py), so it is off unless asked for (``train_model(..., stack=True)``):
+
+- every member sees the first member's batches in its order and its input noise (the loop:
+  each member its own seed's); they differ only by their initial weights and their losses,
+  so member 0 alone is the loop's member 0 (to float rounding: the explicit attention path);
+- one early stop for the group: its validation score is the *sum* of its members' validation
+  losses, losses of different scales where the members' losses differ, and they keep their
+  best epoch and stop together (the loop: each member on its own loss);
+- never measured on a GPU (bench/members.py measured it on a CPU: no faster there).
 """
 from __future__ import annotations
 

@@ -280,6 +280,17 @@ def test_pooled_intervals_pool_wql_and_coverage_over_every_forecast():
     assert abs(each - got["m"]["wql"]) > 0.1 * got["m"]["wql"]
 
 
+def test_wql_over_all_is_headed_a_pooled_ratio_and_the_means_keep_theirs(text):
+    """WQL's "all" is each level's summed pinball loss over the summed |y| of every forecast
+    (the test above): a ratio of sums, headed so; sMAPE's and MASE's are means."""
+    assert _section(text, "WQL (")[0] == \
+        "| | yearly | monthly | all (pooled ratio over all forecasts) |"
+    for title in ("sMAPE:", "MASE:"):
+        assert _section(text, title)[0] == ("| | yearly | monthly | all (mean over all "
+                                            "forecasts) | all (mean over series) |"), title
+    assert "mean over all forecasts" not in "\n".join(_section(text, "WQL ("))
+
+
 def test_the_leaderboard_says_how_often_the_test_parts_were_scored(tmp_path):
     from attn_forecast.report.leaderboard import test_runs
     from conftest import ROOT

@@ -1,6 +1,7 @@
 """An ensemble's members trained as one batched network (training/stacked.py) against the
-same members trained one by one on the same batches: the same weights (to float tolerance),
-each member by its own loss; the median rule; the plan of members (lookbacks x losses x
+loop path that trains them one by one (what ``stack="auto"`` trains): member 0 alike, the
+others on member 0's batches and noise, one early stop on the summed validation losses; each
+member's gradient by its own loss; the median rule; the plan of members (lookbacks x losses x
 seeds); the checkpoint keeps how they combine."""
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ from attn_forecast.model.networks import Ensemble, build_model
 from attn_forecast.model.settings import ModelSettings
 from attn_forecast.data.windows import gather
 from attn_forecast.training.batches import to_device
-from attn_forecast.training.loop import fit_windows
+from attn_forecast.training.loop import evaluate_loss, fit_windows
 from attn_forecast.training.losses import make_loss
 from attn_forecast.training.members import plan, train_model
 from attn_forecast.training.stacked import Stacked, StackedLoss
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 W = 8
 
@@ -90,32 +93,92 @@ def test_a_stacked_members_gradient_is_its_own_loss_alone(losses, heads):
                                        atol=tol)
 
 
-def test_stacked_members_forecast_as_the_members_trained_alone():
-    """Trained together (Adam element by element, the same batches), each member forecasts
-    as that member trained by itself on those batches, to within what float rounding leaves
-    (a smooth loss: under sMAPE on raw levels a change of 1e-7 in the initial weights alone
-    sends training down another path); members of different losses differ."""
+def _forecasts(model, data) -> list[torch.Tensor]:
+    x, _ = gather(data["z"], data["train"], W, 3)
+    with torch.no_grad():
+        return [m(x)[0] for m in model.members]
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> bool:
+    """Alike to float rounding: a mean difference under 1 % of the forecasts' mean error."""
+    return float((a - b).abs().mean()) < 0.01 * float((b - y).abs().mean())
+
+
+@pytest.mark.parametrize("ensemble,losses", [(2, ()), (1, ("mse", "huber"))])
+def test_stacked_members_against_the_loop_path(ensemble, losses):
+    """The real loop path (``stack=False``; ``"auto"`` trains the same bits) against the
+    stacked one, the same two members (seeds 3 and 4), input noise on, no validation. Member
+    0 takes the same batches and noise both ways: alike to float rounding (stacked takes the
+    explicit attention path). Member 1 does not: stacked gives it member 0's batch order and
+    noise (seed 3's, the loop its own seed 4's), so it is the loop's member 1 trained on seed
+    3's batches, not the loop path's member 1. (A smooth loss: under sMAPE on raw levels a
+    change of 1e-7 in the initial weights alone sends training down another path.)"""
     store = _store()
     data = to_device(store, torch.device("cpu"))
     s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16, n_heads=2)
-    p = _p(ensemble=1, seed=3, loss="mse", max_steps=12)
-    losses = ("mse", "huber")
+    p = _p(ensemble=ensemble, seed=3, loss="mse", max_steps=12, augment_noise=0.1)
     none = torch.zeros(0, dtype=torch.int64)
-    model, results = train_model(s, data["z"], data["train"], none, p, torch.device("cpu"),
-                                 progress=False, rows=data["rows"], losses=losses, stack=True)
-    assert isinstance(model, Ensemble) and len(results) == 2
-    x, y = gather(data["z"], data["train"], W, 3)
-    outs = []
-    for member, (s_i, loss, seed) in zip(model.members, plan(s, p, losses)):
-        torch.manual_seed(seed)
-        alone = build_model(s_i)
-        fit_windows(alone, data["z"], data["train"], none, replace(p, loss=loss),
-                    rows=data["rows"], progress=False)
-        with torch.no_grad():
-            a, b = member(x)[0], alone(x)[0]
-        assert float((a - b).abs().mean()) < 0.01 * float((b - y).abs().mean())
-        outs.append(a)
-    assert not torch.allclose(outs[0], outs[1])
+    kw = dict(progress=False, rows=data["rows"], losses=losses)
+    runs = {stack: train_model(s, data["z"], data["train"], none, p, torch.device("cpu"),
+                               stack=stack, **kw)[0] for stack in (True, False, "auto")}
+    assert all(isinstance(m, Ensemble) for m in runs.values())
+    for a, b in zip(runs[False].state_dict().values(), runs["auto"].state_dict().values()):
+        assert torch.equal(a, b)                                 # auto: the loop
+    _, y = gather(data["z"], data["train"], W, 3)
+    stacked, loop = _forecasts(runs[True], data), _forecasts(runs[False], data)
+    assert _close(stacked[0], loop[0], y)                          # member 0: the same
+    (s1, loss1, seed1), first = plan(s, p, losses)[1], plan(s, p, losses)[0][2]
+    torch.manual_seed(seed1)
+    alone = build_model(s1)                 # member 1 in the loop on member 0's batches
+    fit_windows(alone, data["z"], data["train"], none, replace(p, seed=first, loss=loss1),
+                rows=data["rows"], progress=False)
+    with torch.no_grad():
+        on_first = alone(gather(data["z"], data["train"], W, 3)[0])[0]
+    assert _close(stacked[1], on_first, y)
+    far, near = ((stacked[1] - b).abs().mean() for b in (loop[1], on_first))
+    assert far > 100 * near                          # not the loop path's member 1
+    assert not torch.allclose(stacked[0], stacked[1])
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device"))])
+def test_auto_never_stacks_and_a_bad_value_is_refused(monkeypatch, device):
+    """``stack="auto"`` is the loop on every device (it stacked on CUDA before): the batched
+    network is never built; a value other than True, False and "auto" is one line."""
+    from attn_forecast.training import members
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("stack='auto' built the batched network")
+    monkeypatch.setattr(members, "Stacked", refuse)
+    data = to_device(_store(), torch.device(device))
+    s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16)
+    model, _ = train_model(s, data["z"], data["train"], data["val"], _p(ensemble=2, epochs=1),
+                           torch.device(device), progress=False, rows=data["rows"])
+    assert isinstance(model, Ensemble) and len(model.members) == 2
+    with pytest.raises(ValueError, match="stack must be True, False or 'auto', got 'yes'"):
+        train_model(s, data["z"], data["train"], data["val"], _p(ensemble=2, epochs=1),
+                    torch.device(device), progress=False, rows=data["rows"], stack="yes")
+
+
+def test_stacked_members_stop_together_on_their_summed_validation_losses():
+    """With a validation part, the stacked group keeps one best epoch for all its members,
+    chosen on the sum of their validation losses (here MSE and MAE, of different scales): the
+    history's validation loss at that epoch is the sum of each member's own loss there."""
+    store = _store(seed=2)
+    data = to_device(store, torch.device("cpu"))
+    s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16)
+    p = _p(seed=1, epochs=6, lr=0.02, patience=2)
+    model, results = train_model(s, data["z"], data["train"], data["val"], p,
+                                 torch.device("cpu"), progress=False, rows=data["rows"],
+                                 losses=("mse", "mae"), stack=True)
+    best = results[0].best_epoch
+    assert best >= 1 and {r.best_epoch for r in results} == {best}
+    own = [evaluate_loss(m, data["z"], data["val"], W, 3, make_loss(name, ()),
+                         rows=data["rows"]) for m, name in zip(model.members, ("mse", "mae"))]
+    assert own[0] > 3 * own[1]                           # losses of different scales
+    summed = results[0].history[best - 1]["val_loss"]
+    assert summed == pytest.approx(sum(own), rel=1e-4)
+    assert summed != pytest.approx(sum(own) / 2, rel=0.1)                # not their mean
 
 
 def test_the_median_rule_and_a_checkpoint_that_keeps_it(tmp_path):
@@ -135,7 +198,7 @@ def test_the_median_rule_and_a_checkpoint_that_keeps_it(tmp_path):
         torch.testing.assert_close(back(x)[0], ens(x)[0])
 
 
-def test_stacked_training_is_deterministic_and_the_history_is_the_groups_mean():
+def test_stacked_training_is_deterministic_and_the_history_is_the_groups():
     store = _store(seed=1)
     data = to_device(store, torch.device("cpu"))
     s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16)
