@@ -179,12 +179,16 @@ def run_series(name: str, base: dict, overrides: list[str], folds: int, validati
     shutil.rmtree(work)
     bt["model+stats"] = bt.get("model+ets+theta")
     row = {"series": name, "freq": freq, "n": len(frame), "seconds": seconds,
-           "season": meta["auto"]["season"]["season"], "window": meta["window"]}
+           "season": meta["auto"]["season"]["season"], "window": meta["window"],
+           "horizon": meta["horizon"],
+           "horizon_reason": (meta["auto"].get("horizon") or {}).get("reason", "")}
     for f in FORECASTERS:
         m = bt.get(f)
         row[f] = (m["rmse_mean"], m["mase_mean"]) if m else None
         if m and "coverage_80_mean" in m:  # with intervals (quantiles or conformal)
             row[f"{f}_intervals"] = (m["coverage_80_mean"], m["pinball_mean"])
+            row[f"{f}_quantiles"] = {k: m.get(f"{k}_mean") for k in
+                                     ("wql", "coverage_80", "coverage_95", "mase")}
     row["log"] = out.getvalue()
     return row
 
@@ -256,6 +260,38 @@ def blend_verdicts(rows: list[dict], who: str = "blend") -> list[str]:
     return lines
 
 
+def quantile_verdicts(rows: list[dict], who: str = "blend") -> list[str]:
+    """The horizon issue's targets for ``who`` at each series' auto horizon: its MASE and WQL
+    (means over the folds) averaged over the series at or below the best single statistical
+    forecaster's (the one with the lowest such mean), its 80 % and 95 % coverage within 4
+    points averaged over the series and within 10 points on every one."""
+    have = [r for r in rows if r.get(f"{who}_quantiles")]
+    if not have:
+        return []
+    stats = [f for f in STATS if all(r.get(f"{f}_quantiles") for r in have)]
+    lines = ["- horizons: " + ", ".join(f"{r['series']} {r['horizon']}" for r in have)]
+    for metric in ("mase", "wql"):
+        mean = {f: float(np.mean([r[f"{f}_quantiles"][metric] for r in have]))
+                for f in (who, *stats)}
+        best = min(stats, key=lambda f: mean[f])
+        lines.append(f"- {who}'s {metric.upper()} averaged over the {len(have)} series "
+                     f"{mean[who]:.4f}, the best statistical forecaster's ({best}) "
+                     f"{mean[best]:.4f} (target: at or below: "
+                     f"{'met' if mean[who] <= mean[best] else 'missed'})")
+    for pct in (80, 95):
+        cov = [r[f"{who}_quantiles"][f"coverage_{pct}"] for r in have]
+        far = [r["series"] for r, c in zip(have, cov) if abs(c - pct / 100) > 0.10]
+        lines.append(f"- {who}'s {pct} % coverage averaged over the series "
+                     f"{100 * np.mean(cov):.1f} (target: within 4 points: "
+                     f"{'met' if abs(np.mean(cov) - pct / 100) <= 0.04 else 'missed'}); "
+                     f"{len(have) - len(far)} of {len(have)} series within 10 points"
+                     + (f" (not: {', '.join(far)})" if far else ""))
+    lines.append("- per series, coverage 80 / 95: " + ", ".join(
+        f"{r['series']} {100 * r[f'{who}_quantiles']['coverage_80']:.0f} / "
+        f"{100 * r[f'{who}_quantiles']['coverage_95']:.0f}" for r in have))
+    return lines
+
+
 def table(rows: list[dict]) -> str:
     shown = [f for f in FORECASTERS if any(r.get(f) for r in rows)]
     head = "| series | season, window | " + " | ".join(shown) + " | s |"
@@ -306,6 +342,8 @@ def main() -> None:
               f"{r['seconds']:.0f} s", file=sys.stderr, flush=True)
     print("RMSE (MASE) over the backtest's folds; the best of each row in bold\n")
     print(table(rows))
+    print("\nthe forecast to use at each series' auto horizon (issue 50's targets):\n")
+    print("\n".join(quantile_verdicts(rows, "blend")))
     for who in ("blend", *VARIANTS):
         if any(r.get(who) for r in rows):
             print()

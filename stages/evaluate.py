@@ -4,9 +4,11 @@ the baselines stage) on every series' test windows. No torch here.
 out: the headline metrics (a DVC metrics file: each forecaster's main scores), every score
 (metrics_detail.json, committed, not a DVC metric), one row per series (DVC-cached), every
 test window's first-step forecasts (DVC-cached) and the median series' last 1,000 of them
-(committed, plotted), the error by steps ahead and the intervals' coverage; and the blend's
-members and each series' weights (models/blend.json: what `attn-forecast forecast` blends),
-and each forecaster's calibrated interval margins (models/intervals.json: what it widens by).
+(committed, plotted), the error by steps ahead, the intervals' coverage and the fan chart's
+forecasts (the forecast to use's whole horizon from the median series' last origins); and the
+blend's members and each series' weights (models/blend.json: what `attn-forecast forecast`
+blends), and each forecaster's calibrated interval margins (models/intervals.json: what it
+widens by).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from attn_forecast.pipeline.forecasting import baselines_record, check_data
 from attn_forecast.pipeline.evaluate import blend_file, check_fresh, score
 
 OUTPUTS = ("metrics", "detail", "by_series", "predictions", "predictions_plot", "horizon",
-           "calibration", "blend", "intervals")
+           "calibration", "fan", "blend", "intervals")
 
 
 @stage.main
@@ -43,7 +45,8 @@ def main(argv: list[str] | None = None) -> dict:
     for line in ev.warnings:
         print(line, file=sys.stderr)
     out = tables(ev, store)
-    for name in ("by_series", "predictions", "predictions_plot", "horizon", "calibration"):
+    for name in ("by_series", "predictions", "predictions_plot", "horizon", "calibration",
+                 "fan"):
         write_csv(getattr(args, name), out[name], digits=CSV_DIGITS)
     write_json(args.blend, blend_file(params, store, season, ev))
     write_json(args.intervals, ev.intervals)

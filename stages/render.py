@@ -24,7 +24,7 @@ from attn_forecast.report import figures
 from attn_forecast.report.summary import summary_markdown
 
 INPUTS = ("prepared", "history", "predictions", "horizon", "lags", "attention", "calibration",
-          "metrics", "backtest", "backtest-folds", "by-series")
+          "fan", "metrics", "backtest", "backtest-folds", "by-series")
 
 
 def text_ids(path: str) -> pd.DataFrame:
@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
                           metrics=metrics, attention=read_npz(args.attention),
                           lags=pd.read_csv(args.lags), horizon=pd.read_csv(args.horizon),
                           calibration=pd.read_csv(args.calibration),
+                          fan=pd.read_csv(args.fan),
                           folds=pd.read_csv(args.backtest_folds) if backtest.get("n_folds")
                           else None, kind=params.model.kind, dpi=params.render.dpi)
     # drawn into a temporary folder that replaces the figures at the end: a failed or

@@ -136,10 +136,16 @@ def test_predictions_are_indexed_by_the_test_dates(csv_built):
     assert len(pred) == n_test
     t = pd.to_datetime(pred["t"], format="%Y-%m-%d")
     assert t.is_monotonic_increasing and t.is_unique
-    # horizon 1: the test targets are the last n_test days of the series
-    assert pred["t"].tolist() == csv_built.frame["date"].tolist()[-n_test:]
+    # every origin of the test part: the first targets of its H-step windows, the last of
+    # which ends the series (business days: the frequency's horizon, 14)
+    H = proj.read_json("data/prepared/store.json")["horizon"]
+    assert H == 14
+    dates = csv_built.frame["date"].tolist()
+    assert pred["t"].tolist() == dates[len(dates) - n_test - H + 1:len(dates) - H + 1]
     series = pd.read_csv(proj.path / "data/raw/series.csv", dtype={"t": str})
-    np.testing.assert_allclose(pred["actual"], series["value"].to_numpy()[-n_test:], rtol=1e-8)
+    v = series["value"].to_numpy()
+    np.testing.assert_allclose(pred["actual"], v[len(v) - n_test - H + 1:len(v) - H + 1],
+                               rtol=1e-8)
     for col in ("predicted", "naive", "ridge"):
         assert np.isfinite(pred[col]).all() and (pred[col] > 0).all(), col
 
@@ -162,8 +168,11 @@ def test_forecast_cli_on_the_csv(csv_built):
     fc = pd.read_csv(proj.path / "fc.csv")
     # the blend (the defaults for a CSV): every level of evaluate.quantiles but the median
     levels = ["q2.5", "q10", "q20", "q30", "q40", "q60", "q70", "q80", "q90", "q97.5"]
-    assert list(fc.columns) == ["step", "time", "forecast"] + levels
+    assert list(fc.columns) == ["step", "time", "forecast"] + levels + ["calibrated"]
     assert fc["step"].tolist() == list(range(1, 26))
+    # the 14 steps of the horizon calibrated, the 11 past it not, and the command says so
+    assert fc["calibrated"].tolist() == [True] * 14 + [False] * 11
+    assert "steps 15 to 25 lie past the 14 the intervals were calibrated for" in res.stderr
     # the next 25 business days after the last date (weekends skipped)
     last = pd.Timestamp(csv_built.frame["date"].iloc[-1])
     assert fc["time"].tolist() == list(pd.bdate_range(last, periods=26)[1:].strftime("%Y-%m-%d"))

@@ -64,7 +64,9 @@ def test_forecast_writes_quantiles_for_every_step(run):
     assert res.returncode == 0, res.stderr
     fc = pd.read_csv(proj.path / "fc.csv")
     levels = ["q2.5", "q10", "q20", "q30", "q40", "q60", "q70", "q80", "q90", "q97.5"]
-    assert list(fc.columns) == ["step", "time", "forecast"] + levels
+    assert list(fc.columns) == ["step", "time", "forecast"] + levels + ["calibrated"]
+    # the sine's horizon is one step: only the first was calibrated
+    assert fc["calibrated"].tolist() == [True, False, False]
     assert fc[levels].notna().all().all()                       # every step, every level
     assert (fc[levels].diff(axis=1).iloc[:, 1:] >= 0).all().all()   # never crossing
     assert (fc["q10"] <= fc["forecast"]).all() and (fc["forecast"] <= fc["q90"]).all()

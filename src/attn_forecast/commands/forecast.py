@@ -1,18 +1,20 @@
 """The model as a forecaster, and the forecast command on a user's CSV.
 
-    attn-forecast forecast --model models/model.pt --csv data/raw/series.csv --steps 20
+    attn-forecast forecast --model models/model.pt --csv data/raw/series.csv
 
 Reads the file the way the training read its data (column, time column, id column, CSV
 dialect and gap handling are saved in the checkpoint; every flag overrides its saved value),
 applies each series' transform and scaler (a series the training knew: its training scaler;
-any other: one fitted on the history given now) and forecasts ``--steps`` values, feeding
-predictions back in when ``--steps`` exceeds the model's horizon. With a blend file beside the
+any other: one fitted on the history given now) and forecasts ``--steps`` values (by default
+the model's horizon), feeding predictions back in past it. With a blend file beside the
 checkpoint (the evaluate stage's models/blend.json), the forecast is the blend's: every member
-refitted on the whole series. Writes ``step, time, forecast`` and a ``q<level>`` column for
-every quantile level of every step (q2.5, q10 ... q97.5), made as the evaluate stage made the
-scored ones (models/intervals.json: calibrated, a forecaster's own, or Naive2's spread where
-it has none), with ``id`` first when the file has an id column; ``time`` continues the
-series' time at its inferred frequency.
+refitted on the whole series. Writes ``step, time, forecast``, a ``q<level>`` column for every
+quantile level of every step (q2.5, q10 ... q97.5), made as the evaluate stage made the scored
+ones (models/intervals.json: calibrated, a forecaster's own, or Naive2's spread where it has
+none), and ``calibrated`` (true where a step's quantiles were calibrated: the horizon's steps;
+false past it, where step H's calibrated spread grows as sqrt(step / H)), with ``id`` first
+when the file has an id column; ``time`` continues the series' time at its inferred
+frequency.
 """
 from __future__ import annotations
 
@@ -154,8 +156,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--intervals", help="the intervals the evaluate stage calibrated (default: "
                     "intervals.json beside --model, models/intervals.json in the pipeline); "
                     "'' for none (a quantile head's own, or no quantile columns)")
-    ap.add_argument("--steps", type=int, default=1,
-                    help=f"values to forecast (1 to {MAX_STEPS:,}; default 1)")
+    ap.add_argument("--steps", type=int,
+                    help=f"values to forecast (1 to {MAX_STEPS:,}; default: the model's horizon, "
+                    "the steps its intervals were calibrated for)")
     ap.add_argument("--out", default="forecast.csv", help="CSV to write (default forecast.csv)")
     return ap
 
@@ -163,12 +166,14 @@ def parser() -> argparse.ArgumentParser:
 @naming(FLAGS)
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
-    if not 1 <= args.steps <= MAX_STEPS:
+    if args.steps is not None and not 1 <= args.steps <= MAX_STEPS:
         raise UserInputError(f"--steps must be an integer from 1 to {MAX_STEPS:,}, got "
                              f"{args.steps}")
     payload = checkpoint.read(args.model)
     model = checkpoint.model_from(payload)
     meta = payload["prepare"]
+    if args.steps is None:          # the horizon the model was trained and calibrated for
+        args.steps = int(meta["horizon"])
     source = meta.get("source", {})
     read = {k: getattr(args, k) if getattr(args, k) is not None else source.get(k, default)
             for k, default in READ}
@@ -225,6 +230,9 @@ def main(argv: list[str] | None = None) -> None:
             for j, tau in enumerate(taus):
                 if tau != 0.5:
                     out[level_name(tau)] = quant[:, j]
+            # a row past the calibrated steps: step H's spread grown, never calibrated
+            out["calibrated"] = np.where((out["step"] <= meta["horizon"])
+                                         & ("calibrated" in how), "true", "false")
             hows.add(how)
         parts.append(out)
     if not parts:
@@ -244,9 +252,12 @@ def main(argv: list[str] | None = None) -> None:
     if hows:
         H = meta["horizon"]
         print("forecast: quantiles " + ", ".join(level_name(t) for t in taus if t != 0.5)
-              + f" of every step: {'; '.join(sorted(hows))}"
-              + (f" (steps past the model's horizon, {H}: step {H}'s spread grown as "
-                 f"sqrt(step / {H}), not calibrated)" if args.steps > H else ""))
+              + f" of every step: {'; '.join(sorted(hows))}")
+        if args.steps > H:
+            print(f"forecast: warning: steps {H + 1} to {args.steps} lie past the {H} the "
+                  f"intervals were calibrated for: their quantiles are step {H}'s spread "
+                  f"grown as sqrt(step / {H}), not calibrated (column calibrated: false)",
+                  file=sys.stderr)
     if blend_lines:
         print(f"forecast: the blend of the model and baselines refitted on each whole series: "
               f"{blend_lines[0]}" + (f" (and {len(blend_lines) - 1} more series)"

@@ -107,7 +107,8 @@ def series_quantiles(name: str, point: np.ndarray, raw: np.ndarray | None, iv: d
     y = np.asarray(levels, dtype=np.float64)
     y = y[np.isfinite(y)]
     if entry.get("margins") is not None:
-        unit = (float(np.mean(np.abs(y))) if UNIT == "level" else naive_scale(y, lag)) \
+        unit = (float(np.mean(np.abs(y))) if iv.get("unit_key", UNIT) == "level"
+                else naive_scale(y, lag)) \
             or naive_scale(y, 1) or 1.0
         base = raw if raw is not None else at_point(point[None], len(taus))[0]
         return future_quantiles(base, np.asarray(entry["margins"], dtype=float), taus,

@@ -20,7 +20,7 @@ from .schema import default
 SYNTHETIC_KINDS = ("sine", "seasonal", "random_walk", "panel")
 # what an auto that stays auto becomes, and in which stage
 LATER = {"prepare.window": "two seasons of the training parts' season, at prepare",
-         "prepare.horizon": "the competition's horizon, at prepare",
+         "prepare.horizon": "the frequency's (M4's; a competition's own), at prepare",
          "evaluate.season": "from the training parts' autocorrelation, at prepare",
          "data.csv_time_format": "inferred from the time column's first value, at generate",
          "train.batch_size": "every window up to 1,024, else 256, at train",

@@ -96,7 +96,7 @@ FeatureTransform = Literal["none", "diff", "log_return", "log1p"]
 
 class PrepareParams(Section):
     window: AutoOrInt = 60              # input steps; auto: from the training parts
-    horizon: AutoOrInt = 1              # steps predicted at once; auto: the competition's
+    horizon: AutoOrInt = 1              # steps predicted at once; auto: the frequency's
     test_frac: Float = Field(0.2, gt=0, lt=1)
     val_frac: Float = Field(0.0, ge=0, lt=1)   # validation (early stopping, best epoch)
     # a window needs this many input values, the earlier steps padded and masked; 0 = whole

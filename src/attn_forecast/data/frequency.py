@@ -62,6 +62,38 @@ def step_of(t: np.ndarray) -> Step:
     return Step("duration", mode, _duration(mode))
 
 
+# The horizon a user of a frequency forecasts, as the M4 competition and GIFT-Eval's short
+# term set it: (the longest step of the band, steps ahead, the band's name); a step of months
+# reads its months, any other its seconds. A step between two of M4's frequencies takes the
+# band it falls in (6 hours: hourly's 48; 2 days: weekly's 13; 2 months: monthly's 18;
+# 6 months: quarterly's 8).
+DURATION_HORIZONS = ((DAY - 1, 48, "hourly and finer: M4's hourly, 48"),
+                     (DAY, 14, "daily: M4's, 14"),
+                     (27 * DAY, 13, "weekly: M4's, 13"))
+MONTH_HORIZONS = ((2, 18, "monthly: M4's, 18"), (11, 8, "quarterly: M4's, 8"),
+                  (10 ** 6, 6, "yearly: M4's, 6"))
+NO_CALENDAR = (6, 48, 8)   # step numbers: two seasons, within [6, 48]; without a season, 8
+
+
+def horizon_for(step: Step, season: int = 0) -> tuple[int, str]:
+    """The horizon (steps) a series of this step is forecast at by default, and why: M4's
+    and GIFT-Eval's horizon of its frequency (:data:`DURATION_HORIZONS`,
+    :data:`MONTH_HORIZONS`); a business day is a day; step numbers (no calendar) take two
+    seasons of ``season`` within [6, 48], or 8 without one (M3's "other")."""
+    if step.kind == "months":
+        return next((h, why) for most, h, why in MONTH_HORIZONS if step.size <= most)
+    if step.kind == "business days":
+        return 14, "business days: M4's daily, 14"
+    if step.kind == "duration":
+        return next(((h, why) for most, h, why in DURATION_HORIZONS if step.size <= most),
+                    (18, "a step of 28 days or more: M4's monthly, 18"))
+    low, high, none = NO_CALENDAR
+    if season > 1:
+        h = min(max(2 * season, low), high)
+        return h, f"no calendar: two seasons of {season} steps, within [{low}, {high}]"
+    return none, f"no calendar and no season: {none}, M3's other"
+
+
 def _duration(seconds: int) -> str:
     """A step's length in words: one day, 7 days, one hour, 30 minutes, 15 s."""
     for size, unit in ((DAY, "day"), (3600, "hour"), (60, "minute")):

@@ -136,6 +136,26 @@ def usable(cuts: Cuts, window: int, horizon: int, off: int, parts: tuple[str, ..
     return ok
 
 
+def longest_horizon(cuts: Cuts, window: int, most: int, off: int, parts: tuple[str, ...],
+                    context: int = 0) -> tuple[int, tuple[int, str] | None]:
+    """The longest horizon up to ``most`` at which every series with a window in each of
+    ``parts`` at horizon 1 still has one (a longer horizon needs longer parts: a window
+    belongs to the part holding all its targets), and what a horizon one step longer would
+    lose: (the first series, the part), None where ``most`` fits."""
+    base = usable(cuts, window, 1, off, parts, context)
+    for h in range(most, 0, -1):
+        ok = usable(cuts, window, h, off, parts, context)
+        if not (base & ~ok).any():
+            if h == most:
+                return h, None
+            lost = base & ~usable(cuts, window, h + 1, off, parts, context)
+            i = int(np.flatnonzero(lost)[0])
+            part = next(q for q in parts
+                        if counts(cuts.take([i]), q, window, h + 1, off, context)[0] < 1)
+            return h, (i, part)
+    return 1, None
+
+
 def min_length(window: int, horizon: int, off: int, parts: tuple[str, ...], fracs: dict,
                longer_than: int = 0, context: int = 0, limit: int = 1_000_000) -> int | None:
     """The shortest series longer than ``longer_than`` with a window in every part of

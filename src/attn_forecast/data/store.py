@@ -83,8 +83,9 @@ class Store:
         return self.offsets[self.series_of(ends)] + self.offset
 
     def lags(self) -> np.ndarray:
-        """(S,) the lag of each series' in-sample naive error (MASE's scale): its period, where
-        the data gives one, else 1."""
+        """(S,) the lag of each series' in-sample naive error (MASE's and MSIS's scale, as the
+        M4 competition set it): its period, where the data gives one (a competition's), else
+        the season prepare chose (evaluate.season), else 1."""
         p = self.periods if self.periods is not None else np.ones(self.n_series, np.int64)
         return np.maximum(p, 1)
 

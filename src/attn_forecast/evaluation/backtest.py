@@ -78,7 +78,7 @@ def aggregate(fold_metrics: list[dict], names: list[str]) -> dict:
             entry[f"{k}_folds" if k.endswith("_mean") else k] = v
         for key in sorted({k for r in rows for k in r
                            if k.startswith(("coverage_", "width_", "winkler_"))
-                           or k in ("pinball", "crps")}):
+                           or k in ("pinball", "crps", "wql", "msis")}):
             entry[f"{key}_mean"] = mean([r.get(key) for r in rows])
         out[name] = entry
     return out

@@ -6,9 +6,13 @@ validation cut, forecast by a run that ends there), every forecaster's quantiles
 calibrated on it by split conformal (intervals.py): its own quantiles widened or narrowed, a
 point forecast's widened from its absolute residuals (its quantiles before calibration are
 its point at every level), each central pair by its own margin per step, in units of each
-window's series (:data:`UNIT`: its training part's mean absolute level), so series of every
+window's series (:data:`UNIT`: its training part's in-sample seasonal naive error, MASE's
+scale), so a calm series gets narrow intervals and a wild one wide ones, and series of every
 size pool; each forecaster on the windows it forecast itself (where the fallback stood in for
-it there, those windows are the fallback's, not its).
+it there, those windows are the fallback's, not its: a series too short for a member at a
+competition's calibration cut is longer, and forecast by the member, at the test part; taken
+in, they made Comb's yearly intervals far too wide on M3's validation cuts), those without
+quantiles left out.
 Without one, each forecaster's own quantiles stand. Either way a forecaster that has none for
 a window (a point forecaster without calibration, a calibration set it did not forecast)
 takes the fallback's (:func:`~attn_forecast.forecasters.run.fallback_for`) spread around its
@@ -28,16 +32,17 @@ import numpy as np
 from ..data.scaling import naive_scale
 from ..data.store import Store
 from ..forecasters.protocol import Forecast, central_intervals
-from ..forecasters.saved import ForecastSet
+from ..forecasters.saved import PAST, ForecastSet
 from . import intervals as Q
 
 
 UNITS = ("naive_error", "level")
-# the unit calibration pools scores in, chosen on M3's validation cuts (bench/README.md, M3
-# intervals: the coverage of the model's and model+comb's 80 % and 95 % intervals nearer
-# nominal than in units of the in-sample naive error, and with each forecaster calibrated on
-# its own windows only, the lower WQL); the test parts scored once after
-UNIT = "level"
+UNIT_NAMES = {"level": "the series' mean absolute level",
+              "naive_error": "the series' in-sample seasonal naive error (MASE's scale)"}
+# the unit calibration pools scores in, chosen on M3's validation cuts by the rule written in
+# bench/m3_intervals.py before it ran: as many coverage figures within 3 points of nominal as
+# the level (17 of 24), the lower WQL (bench/README.md, "How M3's quantiles are made")
+UNIT = "naive_error"
 
 
 def scales(store: Store, unit: str = "naive_error") -> np.ndarray:
@@ -55,26 +60,58 @@ def scales(store: Store, unit: str = "naive_error") -> np.ndarray:
 
 
 @dataclass
+class Windows:
+    """One forecaster's calibration windows: its forecasts, their targets (N, H), each
+    window's unit (N,)."""
+    forecast: Forecast
+    actual: np.ndarray
+    unit: np.ndarray
+
+
+@dataclass
 class CalibrationSet:
     """Windows no forecaster trained on and none was selected on: each forecaster's forecasts
     of them (name -> Forecast, None where it has none), their targets (N, H) and each
-    window's unit (N,), and what they are (for the record)."""
+    window's unit (N,), and what they are (for the record). ``own``: forecasters calibrated
+    on windows of their own instead (name -> Windows: a forecaster that fits nothing to the
+    series, on every window before the test part)."""
     forecasts: dict[str, Forecast | None]
     actual: np.ndarray
     unit: np.ndarray
     what: str = "the calibration part"
+    own: dict[str, Windows] = field(default_factory=dict)
+    unit_name: str = UNIT           # what ``unit`` is (:data:`UNITS`)
+
+    def of(self, name: str) -> Windows | None:
+        """Forecaster ``name``'s calibration windows (None where it has none)."""
+        if name in self.own:
+            return self.own[name]
+        fc = self.forecasts.get(name)
+        return None if fc is None else Windows(fc, self.actual, self.unit)
 
 
 def calibration_of(fs: ForecastSet, store: Store, part: str = "cal",
-                   what: str = "the calibration part") -> CalibrationSet | None:
+                   what: str = "the calibration part", unit_name: str = UNIT
+                   ) -> CalibrationSet | None:
     """The windows of ``part`` of ``fs`` (forecasts of ``store``'s windows) as a calibration
     set: the store's calibration part, or the scored part of a run that ends where the
-    calibration windows begin (a competition's calibration cut); None without a window."""
+    calibration windows begin (a competition's calibration cut); None without a window. A
+    forecaster with forecasts of the :data:`PAST` part (one that fits nothing to the series:
+    every forecast reads only the values before its origin) is calibrated on those: every
+    window before the test part, so a long cycle or a trend is in its calibration.
+    ``unit_name``: the unit scores pool in (:data:`UNITS`)."""
     ends = fs.ends.get(part)
     if ends is None or not len(ends):
         return None
+    unit = scales(store, unit_name)
+    own = {}
+    past = fs.ends.get(PAST)
+    if part == "cal" and past is not None and len(past):
+        for n, parts in fs.forecasts.items():
+            if parts.get(PAST) is not None:
+                own[n] = Windows(parts[PAST], store.targets(past), unit[store.series_of(past)])
     return CalibrationSet({n: p.get(part) for n, p in fs.forecasts.items()},
-                          store.targets(ends), scales(store, UNIT)[store.series_of(ends)], what)
+                          store.targets(ends), unit[store.series_of(ends)], what, own, unit_name)
 
 
 def with_point_quantiles(fs: ForecastSet) -> ForecastSet:
@@ -94,10 +131,14 @@ def with_point_quantiles(fs: ForecastSet) -> ForecastSet:
 class Intervals:
     """Every forecaster's quantiles of the scored windows (name -> (N, H, Q)), how each came
     to be (``how``: calibrated, own or fallback), the calibrated margins (name -> (H, P), in
-    units) and the series each took the fallback's spread for (name -> count)."""
+    units), the windows each was calibrated on, the intervals too few windows calibrated
+    (name -> their nominal %: the largest score stood in) and the series each took the
+    fallback's spread for (name -> count)."""
     quantiles: dict[str, np.ndarray] = field(default_factory=dict)
     how: dict[str, str] = field(default_factory=dict)
     margins: dict[str, np.ndarray] = field(default_factory=dict)
+    n_windows: dict[str, int] = field(default_factory=dict)
+    short: dict[str, list[int]] = field(default_factory=dict)
     fallback: dict[str, int] = field(default_factory=dict)
 
 
@@ -115,18 +156,20 @@ def intervals(forecasts: dict[str, Forecast | None], taus: tuple, unit: np.ndarr
         q, how = None, "own"
         if calibration is not None:
             how = "calibrated"
-            cal = calibration.forecasts.get(name)
-            ok = np.zeros(0, dtype=bool) if cal is None or cal.quantiles is None else \
-                np.isfinite(cal.quantiles).all(axis=(1, 2))
-            if cal is not None and cal.failed is not None:    # the fallback's windows
-                ok &= ~np.asarray(cal.failed, dtype=bool)
+            cal = calibration.of(name)
+            ok = np.zeros(0, dtype=bool) if cal is None or cal.forecast.quantiles is None else \
+                np.isfinite(cal.forecast.quantiles).all(axis=(1, 2))
+            if cal is not None and cal.forecast.failed is not None:  # the fallback's windows
+                ok &= ~np.asarray(cal.forecast.failed, dtype=bool)
             if ok.any() and fc.quantiles is not None:
-                m = Q.margins(cal.quantiles[ok], calibration.actual[ok], taus,
-                              calibration.unit[ok])
-                out.margins[name] = m
+                m = Q.margins(cal.forecast.quantiles[ok], cal.actual[ok], taus, cal.unit[ok])
+                out.margins[name], out.n_windows[name] = m, int(ok.sum())
+                short = Q.too_few(int(ok.sum()), taus)
+                if short:
+                    out.short[name] = short
                 q = Q.widen(fc.quantiles, m, taus, unit)
         elif fc.quantiles is not None:
-            q = fc.quantiles
+            q = Q.nested(fc.quantiles, taus)
         bad = np.ones(len(fc.point), dtype=bool) if q is None else \
             ~np.isfinite(q).all(axis=(1, 2))
         if bad.any():
@@ -138,26 +181,94 @@ def intervals(forecasts: dict[str, Forecast | None], taus: tuple, unit: np.ndarr
     return out
 
 
+def short_lines(iv: Intervals) -> list[str]:
+    """One warning per forecaster whose calibration windows were too few for an interval's
+    guarantee (intervals.needed): the largest score stood in."""
+    return [f"warning: {n}'s {', '.join(f'{p} %' for p in pcts)} interval(s) were calibrated on "
+            f"{iv.n_windows[n]} windows, fewer than split conformal's guarantee needs (95 %: "
+            f"{Q.needed(0.05)}, 80 %: {Q.needed(0.2)}): the largest score stands in, so they "
+            "may cover less; more calibration windows (prepare.cal_frac) make them sure"
+            for n, pcts in iv.short.items()]
+
+
 def margins_record(iv: Intervals, taus: tuple, calibration: CalibrationSet | None) -> dict:
     """What the forecast command needs to give a future forecast the same intervals: the
     levels, each central pair, and each forecaster's calibrated margins per step (in units of
-    its series' in-sample naive error) and how its intervals were made."""
+    its series' :data:`UNIT`), the windows they came from and how its intervals were
+    made."""
     return {"levels": [float(t) for t in taus],
             "pairs": [pct for _, _, pct in central_intervals(taus)],
             "calibrated_on": calibration.what if calibration is not None else None,
-            "unit": "the series' mean absolute level" if UNIT == "level" else
-                    "the series' in-sample naive error (lag 1, or its season)",
+            "unit": UNIT_NAMES[calibration.unit_name if calibration is not None else UNIT],
+            "unit_key": calibration.unit_name if calibration is not None else UNIT,
             "forecasters": {n: {"how": iv.how[n],
                                 "margins": np.round(iv.margins[n], 8).tolist()
-                                if n in iv.margins else None} for n in iv.quantiles}}
+                                if n in iv.margins else None,
+                                **({"windows": iv.n_windows[n]} if n in iv.n_windows else {}),
+                                **({"windows_of": "every window before the test part"}
+                                   if calibration is not None and n in calibration.own
+                                   else {}),
+                                **({"too_few_for": iv.short[n]} if n in iv.short else {})}
+                            for n in iv.quantiles}}
 
 
 def future_quantiles(raw: np.ndarray, margins: np.ndarray, taus, unit: float) -> np.ndarray:
     """A future forecast's calibrated quantiles (steps, Q): ``raw`` (steps, Q) widened by the
-    calibrated ``margins`` (H, P) in the series' ``unit``; a step k past the H calibrated
-    ones takes step H's margin grown by sqrt(k / H) (a random walk's growth: those steps are
-    recursive forecasts, and nothing calibrated them)."""
+    calibrated ``margins`` (H, P) in the series' ``unit``. A step k past the H calibrated ones
+    (a recursive forecast: nothing calibrated it) takes step H's calibrated distances from
+    the median, which are never negative, grown by sqrt(k / H) (a random walk's growth)
+    around its own median: an interval past the horizon only ever widens."""
     steps, H = len(raw), len(margins)
-    k = np.arange(1, steps + 1)
-    m = margins[np.minimum(k, H) - 1] * np.sqrt(np.maximum(1.0, k / H))[:, None]
-    return Q.widen(raw[None], m, taus, np.array([unit]))[0]
+    inside = Q.widen(raw[None, :min(steps, H)], margins[:min(steps, H)], taus,
+                     np.array([unit]))[0]
+    if steps <= H:
+        return inside
+    mid = list(taus).index(0.5)
+    spread = inside[H - 1] - inside[H - 1, mid]                          # (Q,), nested
+    k = np.arange(H + 1, steps + 1)
+    past = raw[H:, mid:mid + 1] + spread[None, :] * np.sqrt(k / H)[:, None]
+    return np.concatenate([inside, past])
+
+
+# ---------------------------------------------------------------- a competition's stages
+RAW, CUT = "raw", "cut"   # parts of a stage's set: the scored windows before calibration,
+#                           and the calibration cut's forecasts (windows of the cut's store)
+
+
+def calibrated_set(store: Store, fs: ForecastSet, cut_store: Store, cut: ForecastSet,
+                   season: int, keep: list[str], raw_for: set[str], unit_name: str = UNIT
+                   ) -> ForecastSet:
+    """A competition stage's forecasts of the scored windows (``fs``, of ``store``) with every
+    forecaster's quantiles calibrated on its forecasts of the calibration cut (``cut``, of
+    ``cut_store``: one window a series, the horizon before the validation cut), as the
+    leaderboard scores them: only the forecasters ``keep``; for those of ``raw_for`` (members
+    of a combination made across stages) their forecasts before calibration too, of the
+    scored windows (:data:`RAW`) and of the cut (:data:`CUT`, their series' ids in the
+    record), so the leaderboard can calibrate the combination on its own. The record holds
+    every forecaster's margins and how its intervals were made. ``unit_name``: the unit
+    scores pool in (:data:`UNITS`)."""
+    from ..forecasters.simple import fallback_for
+    fs, cut = with_point_quantiles(fs), with_point_quantiles(cut)
+    cal = calibration_of(cut, cut_store, "test", f"the calibration cut of {cut_store.n_series} "
+                         "series (the horizon before the validation cut)", unit_name)
+    ends = fs.ends["test"]
+    sid = store.series_of(ends)
+    fb = fallback_for(season)
+    fb.fit(store)
+    iv = intervals({n: p.get("test") for n, p in fs.forecasts.items()}, fs.taus,
+                   scales(store, unit_name)[sid], sid, fb.forecast(store, ends, fs.taus), cal)
+    out: dict[str, dict[str, Forecast | None]] = {}
+    raw = [n for n in keep if n in raw_for and fs.forecasts.get(n, {}).get("test") is not None]
+    for n in keep:
+        test = fs.forecasts.get(n, {}).get("test")
+        out[n] = {"test": None if test is None else
+                  Forecast(test.point, iv.quantiles[n], failed=test.failed)}
+        if raw:
+            out[n][RAW] = test if n in raw else None
+            out[n][CUT] = cut.forecasts[n].get("test") if n in raw else None
+    parts = {"test": ends, **({RAW: ends, CUT: cut.ends["test"]} if raw else {})}
+    record = {**fs.record, "intervals": margins_record(iv, fs.taus, cal),
+              "interval_fallback": {n: iv.fallback[n] for n in iv.fallback if n in keep},
+              **({"cut_ids": [str(i) for i in cut_store.ids[cut_store.series_of(
+                  cut.ends["test"])]]} if raw else {})}
+    return ForecastSet(parts, out, fs.taus, list(fs.warnings) + list(cut.warnings), record)

@@ -5,8 +5,8 @@ Quantile forecasts are arrays (N, H, Q) over increasing levels ``taus`` (Q of th
 them). A central interval pairs level tau with 1 - tau: [0.1, 0.9] is the 80 % interval.
 
 - pinball (quantile) loss of level tau: max(tau (y - q), (tau - 1) (y - q)), averaged;
-- CRPS estimated from the quantiles: 2 x the pinball loss averaged over the levels (exact in
-  the limit of many evenly spaced levels; with [0.1, 0.5, 0.9] a coarse estimate);
+- CRPS: 2 x the pinball loss integrated over every level, the quantiles interpolated onto a
+  dense grid of levels (:func:`crps`);
 - WQL, as Chronos and fev score a task: for each of the levels 0.1, ..., 0.9, 2 x the pinball
   loss summed over every target of the task over the sum of the targets' absolute values,
   then the mean over the levels (over the levels given, when they are not all nine);
@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ..forecasters.protocol import central_intervals
+from ..forecasters.protocol import at_levels, central_intervals, nested
 
 WQL_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)   # fev's and Chronos' nine
 MSIS_PCT = 95                                                  # the M4 competition's interval
@@ -46,9 +46,22 @@ def pinball(y: np.ndarray, q: np.ndarray, taus) -> float:
     return float(np.mean(pinball_terms(y, q, taus)))
 
 
-def crps(y: np.ndarray, q: np.ndarray, taus) -> float:
-    """CRPS estimated from the quantiles: twice the mean pinball loss over the levels."""
-    return 2 * pinball(y, q, taus)
+CRPS_GRID = 200      # levels of the dense grid CRPS integrates over: (k + 0.5) / 200
+
+
+def crps(y: np.ndarray, q: np.ndarray, taus, chunk: int = 20_000) -> float:
+    """CRPS, the integral over every level tau of 2 x the pinball loss: the quantiles read off
+    on a dense grid of :data:`CRPS_GRID` levels (protocol.at_levels: linear in the normal
+    score between the given levels, a normal tail past the outermost), then the midpoint
+    rule. On a normal forecast it is within 0.1 % of the exact value (a test), where the
+    mean pinball over 11 unevenly spaced levels read 7 % low. ``chunk``: windows at a time."""
+    grid = (np.arange(CRPS_GRID) + 0.5) / CRPS_GRID
+    total, n = 0.0, 0
+    for i in range(0, len(y), chunk):
+        dense = at_levels(q[i:i + chunk], taus, grid)
+        total += float(np.sum(pinball_terms(y[i:i + chunk], dense, grid).mean(axis=-1)))
+        n += y[i:i + chunk].size
+    return 2 * total / n if n else float("nan")
 
 
 def wql_levels(taus) -> list[int]:
@@ -110,14 +123,23 @@ def interval_scores(y: np.ndarray, q: np.ndarray, taus, scale: np.ndarray | None
     return out
 
 
+def needed(alpha: float) -> int:
+    """The fewest calibration windows whose split-conformal quantile exists for miscoverage
+    ``alpha``: ceil((n + 1)(1 - alpha)) <= n (80 %: 4, 95 %: 19)."""
+    return math.ceil((1 - alpha) / alpha - 1e-9)
+
+
 def conformal_margin(scores: np.ndarray, alpha: float) -> np.ndarray:
     """The split-conformal quantile of calibration scores (N, H) for miscoverage ``alpha``,
-    one per step ahead (H,): later steps are harder, and get their own margin."""
+    one per step ahead (H,): later steps are harder, and get their own margin. With fewer
+    windows than :func:`needed`, the rank ceil((n + 1)(1 - alpha)) lies past the largest
+    score and the guarantee would need an unbounded interval: the largest score stands in
+    (no calibration window falls outside it), and :func:`margins` reports the level."""
     scores = np.sort(np.asarray(scores, dtype=np.float64), axis=0)
     n = len(scores)
     if n == 0:
         return np.zeros(scores.shape[1:])
-    k = math.ceil((n + 1) * (1 - alpha))
+    k = math.ceil((n + 1) * (1 - alpha) - 1e-9)
     return scores[min(k, n) - 1]
 
 
@@ -138,10 +160,17 @@ def margins(q_cal: np.ndarray, y_cal: np.ndarray, taus, norm_cal: np.ndarray | N
     return np.stack(out, axis=-1) if out else np.zeros((y_cal.shape[1], 0))
 
 
+def too_few(n: int, taus) -> list[int]:
+    """The central intervals (nominal %) that ``n`` calibration windows cannot calibrate with
+    the split-conformal guarantee (:func:`needed`)."""
+    return [pct for _, _, pct in central_intervals(taus) if n < needed(1 - pct / 100)]
+
+
 def widen(q: np.ndarray, m: np.ndarray, taus, norm: np.ndarray | None = None) -> np.ndarray:
     """``q`` (N, H, Q) with each central pair widened (or narrowed) by its margin ``m`` (H, P)
-    times each window's unit ``norm`` (N,); the median stays, and the result is kept
-    non-crossing (margins of nested pairs may cross)."""
+    times each window's unit ``norm`` (N,); the median stays, no bound crosses it, and each
+    interval still holds the narrower ones (:func:`nested`: margins of nested pairs may
+    cross)."""
     out = np.array(q, dtype=np.float64, copy=True)
     mid = list(taus).index(0.5)
     u = _unit(norm, len(q))
@@ -149,7 +178,7 @@ def widen(q: np.ndarray, m: np.ndarray, taus, norm: np.ndarray | None = None) ->
         mk = m[None, :, k] * u                                            # (N, H)
         out[..., lo] = np.minimum(q[..., lo] - mk, out[..., mid])
         out[..., hi] = np.maximum(q[..., hi] + mk, out[..., mid])
-    return np.sort(out, axis=-1)
+    return nested(out, taus)
 
 
 def calibrate(q_cal: np.ndarray, y_cal: np.ndarray, q: np.ndarray, taus,

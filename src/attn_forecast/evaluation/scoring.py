@@ -24,7 +24,7 @@ from . import intervals as Q
 from . import metrics as M
 from . import significance
 from .calibration import (UNIT, CalibrationSet, calibration_of, intervals, margins_record,
-                          scales)
+                          scales, short_lines)
 
 @dataclass
 class Evaluation:
@@ -57,6 +57,38 @@ def _seeds(members: np.ndarray, table_for) -> dict:
         scores.append(agg[key])
     return {"score": key, "mean": float(np.mean(scores)), "std": float(np.std(scores)),
             "values": [float(s) for s in scores]}
+
+
+def by_step(y: np.ndarray, points: dict[str, np.ndarray], quantiles: dict[str, np.ndarray],
+            taus, scale: np.ndarray, sid: np.ndarray) -> dict:
+    """Every forecaster's scores at each step ahead (lists of H): MASE (each series' mean
+    absolute error at that step over its in-sample seasonal naive error, then the mean over
+    series), sMAPE, RMSE (over the windows), and with quantiles WQL (pooled over the windows),
+    MSIS (as MASE, of the 95 % interval score) and each central interval's coverage."""
+    _, inv = np.unique(sid, return_inverse=True)
+    count = np.bincount(inv)
+
+    def over_series(per_window: np.ndarray) -> list[float]:     # (N, H) -> (H,)
+        return [float(np.mean(np.bincount(inv, per_window[:, k]) / count))
+                for k in range(y.shape[1])]
+    out: dict = {}
+    for name, f in points.items():
+        row = {"mase": over_series(np.abs(f - y) / scale[:, None]),
+               "smape": [M.smape(y[:, k], f[:, k]) for k in range(y.shape[1])],
+               "rmse": [M.rmse(y[:, k], f[:, k]) for k in range(y.shape[1])]}
+        q = quantiles.get(name)
+        if q is not None:
+            row["wql"] = [Q.wql(y[:, k:k + 1], q[:, k:k + 1], taus) for k in range(y.shape[1])]
+            pair = [(lo, hi) for lo, hi, pct in central_intervals(taus) if pct == Q.MSIS_PCT]
+            if pair:
+                lo, hi = pair[0]
+                score = Q.interval_terms(y, q[..., lo], q[..., hi], Q.MSIS_PCT) / scale[:, None]
+                row["msis"] = over_series(score)
+            for lo, hi, pct in central_intervals(taus):
+                inside = (y >= q[..., lo]) & (y <= q[..., hi])
+                row[f"coverage_{pct}"] = inside.mean(axis=0).tolist()
+        out[name] = row
+    return out
 
 
 def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: int = 0,
@@ -113,8 +145,9 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: 
         fb = fallback_for(season)
         fb.fit(store)
         scale = scales(store)                   # MSIS's (MASE's): the in-sample naive error
+        unit_name = calibration.unit_name if calibration is not None else UNIT
         iv = intervals({n: p.get("test") for n, p in fs.forecasts.items()}, fs.taus,
-                       scales(store, UNIT)[sid], sid, fb.forecast(store, ends, fs.taus),
+                       scales(store, unit_name)[sid], sid, fb.forecast(store, ends, fs.taus),
                        calibration)
         quant, record = iv.quantiles, margins_record(iv, fs.taus, calibration)
         lags = store.lags()
@@ -133,10 +166,13 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: 
                 from scipy.special import ndtri
                 q_true = signal[..., None] + noise_std * ndtri(np.asarray(fs.taus))
                 metrics[name]["quantile_rmse"] = float(np.sqrt(np.mean((q - q_true) ** 2)))
+        warnings += short_lines(iv)
         for n in iv.fallback:
             warnings.append(f"warning: {n} has no interval of its own for {iv.fallback[n]} of "
                             f"{store.n_series} series; {fb.name}'s spread around its forecast "
                             f"stands in (counted in {n}.n_interval_fallback)")
+    if H > 1:
+        metrics["by_step"] = by_step(actual, fitted, quant, fs.taus, scales(store)[sid], sid)
     if quant and signal is not None and noise_std:   # what a perfect interval would cover
         from scipy.special import ndtri
         for _, _, pct in central_intervals(fs.taus):

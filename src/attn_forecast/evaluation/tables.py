@@ -1,5 +1,6 @@
 """The evaluate stage's tables: every test window's first-step forecasts, the median series'
-most recent ones (committed, plotted), the error by steps ahead and the intervals' coverage."""
+most recent ones (committed, plotted), the error by steps ahead, the intervals' coverage and
+the fan chart's whole-horizon forecasts of the median series' last origins."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +8,7 @@ import pandas as pd
 
 from ..data.store import Store
 from ..data.windows import series_slices
+from ..forecasters.names import to_use
 from ..forecasters.protocol import central_intervals, level_name
 from . import metrics as M
 from .scoring import Evaluation
@@ -53,4 +55,31 @@ def tables(ev: Evaluation, store: Store) -> dict[str, pd.DataFrame]:
                for p in nominal] for name in plotted}})
     return {"predictions": pred, "predictions_plot": one.iloc[-PLOT_ROWS:].reset_index(
         drop=True), "horizon": pd.DataFrame(steps), "calibration": calibration,
-        "by_series": ev.by_series}
+        "by_series": ev.by_series, "fan": fan(ev, store, median_id)}
+
+
+FAN_ORIGINS = 3    # the fan chart's forecasts: from the last origins, a horizon apart
+
+
+def fan(ev: Evaluation, store: Store, sid: str) -> pd.DataFrame:
+    """The forecast to use's whole horizon from the last :data:`FAN_ORIGINS` origins of series
+    ``sid``'s test part, a horizon apart (the last one's targets end the series): each step's
+    time, truth, forecast and quantiles, as scored."""
+    name = to_use([n for n, f in ev.forecasts.items() if f is not None])
+    i = np.flatnonzero(store.ids == sid)
+    mine = np.flatnonzero(store.series_of(ev.ends) == i[0]) if len(i) else np.zeros(0, int)
+    H = store.horizon
+    rows = mine[::-1][::H][:FAN_ORIGINS][::-1]
+    out = []
+    q = ev.quantiles.get(name)
+    for k, r in enumerate(rows):
+        e = int(ev.ends[r])
+        cols = {"forecaster": name, "origin": k + 1, "step": np.arange(1, H + 1),
+                "t": _times(store.t[e:e + H]), "actual": ev.actual[r],
+                "forecast": ev.forecasts[name][r]}
+        for j, tau in enumerate(ev.taus if q is not None else ()):
+            if tau != 0.5:
+                cols[level_name(tau)] = q[r, :, j]
+        out.append(pd.DataFrame(cols))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(
+        {"forecaster": [], "origin": [], "step": [], "t": [], "actual": [], "forecast": []})

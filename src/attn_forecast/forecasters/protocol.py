@@ -74,3 +74,16 @@ def central_intervals(taus) -> list[tuple[int, int, int]]:
         if j is not None and t < 0.5:
             out.append((i, j, round(100 * (1 - 2 * t))))
     return out
+
+
+def nested(q: np.ndarray, taus) -> np.ndarray:
+    """Quantiles (..., Q) made non-decreasing outward from the median, without reordering:
+    each level below 0.5 at most the one inside it, each above at least the one inside it,
+    so a wider interval always holds the narrower (a sort would swap nested bounds, and a
+    scored "95 %" bound could be a widened 80 % one)."""
+    out = np.array(q, dtype=np.float64, copy=True)
+    mid = list(taus).index(0.5)
+    if mid > 0:
+        out[..., :mid + 1] = np.minimum.accumulate(out[..., mid::-1], axis=-1)[..., ::-1]
+    out[..., mid:] = np.maximum.accumulate(out[..., mid:], axis=-1)
+    return out

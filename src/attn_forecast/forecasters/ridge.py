@@ -28,10 +28,9 @@ def ridge(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarray, np.nd
 class Ridge:
     """Ridge regression (scikit-learn's, in closed form) on the scaled windows (the model's
     inputs), one global fit over every series' training windows (at most
-    :data:`RIDGE_WINDOWS`, spread over them). Its
-    quantiles are the per-step quantiles of its residuals on windows it was not fitted on:
-    the calibration part, or else the last fifth of the training windows (from a fit on the
-    rest)."""
+    :data:`RIDGE_WINDOWS`, spread over them). Its quantiles are the per-step quantiles of its
+    residuals on windows it was not fitted on: the last fifth of the training windows, from a
+    fit on the rest (the calibration part is calibration's alone)."""
 
     def __init__(self, alpha: float, features: bool = False) -> None:
         self.alpha, self.features = alpha, features
@@ -59,15 +58,15 @@ class Ridge:
         return []
 
     def _residuals(self, store: Store) -> np.ndarray:
-        """(N, H) scaled residuals on windows the forecasting fit never saw."""
-        cal = store.ends("cal")
-        fit = self.model
-        if not len(cal):
-            train = spread(store.ends("train"), RIDGE_WINDOWS)
-            head = max(1, len(train) * 4 // 5)
-            fit, cal = self._fit(store, train[:head]), train[head:]
-        _, y = gather(np.asarray(store.z), cal, store.window, store.horizon)
-        return y - self._predict(fit, store, cal)
+        """(N, H) scaled residuals of a fit on the first four fifths of the training windows,
+        on the last fifth: windows that fit never saw, inside the training part, so the
+        calibration part calibrates ridge's intervals once (evaluation/calibration.py), never
+        twice."""
+        train = spread(store.ends("train"), RIDGE_WINDOWS)
+        head = max(1, len(train) * 4 // 5)
+        fit, held = self._fit(store, train[:head]), train[head:]
+        _, y = gather(np.asarray(store.z), held, store.window, store.horizon)
+        return y - self._predict(fit, store, held)
 
     def forecast(self, store, ends, taus=()):
         z = self._predict(self.model, store, ends)

@@ -11,7 +11,7 @@ from ..progress import Progress
 from .combination import Combination, combined
 from .protocol import Forecast
 from .registry import Unavailable
-from .saved import ForecastSet
+from .saved import PAST, ForecastSet
 from .simple import fallback_for
 
 
@@ -49,16 +49,31 @@ def with_fallback(store: Store, fc: Forecast, ends: np.ndarray, fallback, name: 
     return Forecast(point, quant, fc.members, fc.warnings, bad), [line]
 
 
+PAST_WINDOWS = 2000   # windows of the past part a forecaster fitting nothing forecasts, at most
+
+
+def past_ends(store: Store) -> np.ndarray:
+    """The windows of every part before the test part (at most :data:`PAST_WINDOWS`, evenly
+    spread): where a forecaster that fits nothing to the series is calibrated."""
+    from ..data.windows import spread
+    every = np.sort(np.concatenate([store.ends(part) for part in ("train", "val", "blend",
+                                                                   "cal")]))
+    return spread(every, PAST_WINDOWS)
+
+
 def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (),
         record: dict | None = None, *, season: int, progress: str | None = None
         ) -> ForecastSet:
     """Fit every forecaster on the training parts and forecast the windows of ``parts`` (all
-    at once). A forecaster that fits no series at all is None (n/a); the series one could
-    not forecast get the fallback's forecasts (:func:`fallback_for` with ``season``),
-    counted and named. ``progress``: the stage's name, to print which forecasters are done
-    on a long run."""
+    at once). A forecaster that fits nothing to the series (``past_only``: every forecast
+    reads only the values before its origin) also forecasts the :data:`PAST` part where the
+    calibration part is asked for (it is calibrated there: calibration.calibration_of). A
+    forecaster that fits no series at all is None (n/a); the series one could not forecast
+    get the fallback's forecasts (:func:`fallback_for` with ``season``), counted and named.
+    ``progress``: the stage's name, to print which forecasters are done on a long run."""
     ends = {part: store.ends(part) for part in parts}
-    every = np.concatenate(list(ends.values()))
+    if "cal" in parts and taus and any(getattr(f, "past_only", False) for f in forecasters):
+        ends[PAST] = past_ends(store)
     out: dict[str, dict[str, Forecast | None]] = {}
     warnings: list[str] = []
     fallback = fallback_for(season)
@@ -70,6 +85,8 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
         if isinstance(f, Combination):
             out[f.name] = {part: combined(out, f, part) for part in ends}
             continue
+        mine = [part for part in ends if part != PAST or getattr(f, "past_only", False)]
+        every = np.concatenate([ends[part] for part in mine])
         warnings += f.fit(store)
         fc = f.forecast(store, every, taus)
         warnings += fc.warnings
@@ -83,7 +100,8 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
                 fitted = True
             fc, lines = with_fallback(store, fc, every, fallback, f.name, taus)
             warnings += lines
-        out[f.name] = dict(zip(ends, _split(fc, [len(e) for e in ends.values()])))
+        out[f.name] = {**dict.fromkeys(ends),
+                       **dict(zip(mine, _split(fc, [len(ends[part]) for part in mine])))}
         bar.step(fitting.index(f) + 1, f.name)
     bar.close()
     return ForecastSet(ends, out, tuple(taus), warnings, dict(record or {}))

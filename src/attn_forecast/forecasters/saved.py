@@ -11,6 +11,10 @@ import numpy as np
 from ..io import read_npz, write_npz
 from .protocol import Forecast
 
+# the part of every window before the test part (at most run.PAST_WINDOWS of them): the
+# calibration windows of a forecaster that fits nothing to the series (calibration.py)
+PAST = "past"
+
 
 @dataclass
 class ForecastSet:
@@ -26,8 +30,11 @@ class ForecastSet:
         return list(self.forecasts)
 
 
-def save(path: str | Path, fs: ForecastSet, compressed: bool = False) -> None:
-    """One npz without pickles (``compressed``: deflated, for files committed to git)."""
+def save(path: str | Path, fs: ForecastSet, compressed: bool = False,
+         compact: bool = False) -> None:
+    """One npz without pickles (``compressed``: deflated; ``compact``: as committed to git,
+    :func:`pack`: float32, each quantile as its distance from the median, byte planes
+    compressed with LZMA; what :func:`load` reads back is what is scored)."""
     arrays = {f"ends:{p}": e for p, e in fs.ends.items()}
     for name, parts in fs.forecasts.items():
         for part, fc in parts.items():
@@ -40,6 +47,8 @@ def save(path: str | Path, fs: ForecastSet, compressed: bool = False) -> None:
                 arrays[f"members:{name}:{part}"] = fc.members
             if fc.failed is not None:
                 arrays[f"failed:{name}:{part}"] = fc.failed
+    if compact:
+        arrays = pack(arrays, fs.taus)
     write_npz(path, compressed=compressed, names=np.array(fs.names(), dtype=str),
               taus=np.asarray(fs.taus, dtype=np.float64),
               warnings=np.array(fs.warnings, dtype=str),
@@ -48,6 +57,9 @@ def save(path: str | Path, fs: ForecastSet, compressed: bool = False) -> None:
 
 def load(path: str | Path) -> ForecastSet:
     z = read_npz(path)
+    taus = tuple(float(t) for t in z["taus"])
+    if "packed" in z:
+        z = unpack(z, taus)
     parts = [k.split(":", 1)[1] for k in z if k.startswith("ends:")]
     forecasts = {}
     for name in (str(n) for n in z["names"]):
@@ -55,17 +67,73 @@ def load(path: str | Path) -> ForecastSet:
                                         z.get(f"members:{name}:{p}"),
                                         failed=z.get(f"failed:{name}:{p}"))
                                if f"point:{name}:{p}" in z else None) for p in parts}
-    return ForecastSet({p: z[f"ends:{p}"] for p in parts}, forecasts,
-                       tuple(float(t) for t in z["taus"]), [str(w) for w in z["warnings"]],
-                       json.loads(str(z["record"])))
+    return ForecastSet({p: z[f"ends:{p}"] for p in parts}, forecasts, taus,
+                       [str(w) for w in z["warnings"]], json.loads(str(z["record"])))
+
+
+# ---------------------------------------------------------------- the committed form
+def _planes(a: np.ndarray) -> np.ndarray:
+    """A float32 array's bytes as byte planes (every value's first byte, then every second
+    ...): the planes of sign and exponent repeat, so LZMA packs them tightly."""
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    return a.view(np.uint8).reshape(-1, 4).T.reshape(-1)
+
+
+def _from_planes(b: np.ndarray, shape: tuple) -> np.ndarray:
+    return np.ascontiguousarray(b.reshape(4, -1).T).view(np.float32).reshape(shape)
+
+
+def pack(arrays: dict[str, np.ndarray], taus) -> dict[str, np.ndarray]:
+    """The float arrays of a forecast set as one LZMA-compressed uint8 array (``packed``),
+    each float32, quantiles as the median and each level's distance from it, byte planes
+    side by side; ``layout`` says where each lies (JSON). The rest stays as it is."""
+    import lzma
+    mid = list(taus).index(0.5) if 0.5 in taus else None
+    out, chunks, layout, at = {}, [], [], 0
+    for key, a in arrays.items():
+        if a.dtype.kind != "f":
+            out[key] = a
+            continue
+        if key.startswith("quantiles:") and mid is not None:
+            q = np.asarray(a, dtype=np.float32)
+            a = np.concatenate([q[..., mid:mid + 1], np.delete(q, mid, axis=-1)
+                                - q[..., mid:mid + 1]], axis=-1)
+        b = _planes(a)
+        chunks.append(b)
+        layout.append([key, list(a.shape), at, len(b)])
+        at += len(b)
+    body = np.concatenate(chunks) if chunks else np.zeros(0, np.uint8)
+    out["packed"] = np.frombuffer(lzma.compress(body.tobytes(), preset=9), dtype=np.uint8)
+    out["layout"] = np.array(json.dumps(layout))
+    return out
+
+
+def unpack(z: dict[str, np.ndarray], taus) -> dict[str, np.ndarray]:
+    """:func:`pack`'s arrays as float64, quantiles the median plus each distance (in
+    float32, as every reader computes them)."""
+    import lzma
+    body = np.frombuffer(lzma.decompress(z["packed"].tobytes()), dtype=np.uint8)
+    out = {k: v for k, v in z.items() if k not in ("packed", "layout")}
+    mid = list(taus).index(0.5) if 0.5 in taus else None
+    for key, shape, at, n in json.loads(str(z["layout"])):
+        a = _from_planes(body[at:at + n], tuple(shape))
+        if key.startswith("quantiles:") and mid is not None:
+            med = a[..., :1]
+            a = np.insert(a[..., 1:] + med, mid, med[..., 0], axis=-1)
+        out[key] = a.astype(np.float64)
+    return out
 
 
 def merge(*sets: ForecastSet) -> ForecastSet:
-    """Several sets on the same windows as one, in order (the model's first)."""
+    """Several sets on the same windows as one, in order (the model's first); a part only
+    some of them forecast (the :data:`PAST` part) is None for the others."""
     first = sets[0]
+    ends = dict(first.ends)
     for s in sets[1:]:
-        for part, e in first.ends.items():
-            if part in s.ends and not np.array_equal(s.ends[part], e):
+        for part, e in s.ends.items():
+            if part in ends and not np.array_equal(ends[part], e):
                 raise ValueError(f"forecasts of different {part} windows")
-    return ForecastSet(first.ends, {k: v for s in sets for k, v in s.forecasts.items()},
-                       first.taus, [w for s in sets for w in s.warnings], dict(first.record))
+            ends.setdefault(part, e)
+    forecasts = {k: {**dict.fromkeys(ends), **v} for s in sets for k, v in s.forecasts.items()}
+    return ForecastSet(ends, forecasts, first.taus, [w for s in sets for w in s.warnings],
+                       dict(first.record))

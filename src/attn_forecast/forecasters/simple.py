@@ -7,7 +7,8 @@ standard deviation of the training part's residuals, for step k of h:
 - seasonal naive: sigma_m sqrt(ceil(k / m)) (sigma of the changes over one season m);
 - Naive2: naive's on the seasonally adjusted series, seasonality put back (a series without a
   season: naive's);
-- mean: sigma sqrt(1 + 1 / T) (sigma of the T training values)."""
+- mean (the mean of every value before the origin): sigma sqrt(1 + 1 / T) (sigma of the
+  training values, T the values averaged)."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,6 +26,7 @@ def _sd(y: np.ndarray, lag: int = 1) -> float:
 
 class Naive:
     name = "naive"
+    past_only = True     # each forecast reads only the values before its origin
 
     def fit(self, store: Store) -> list[str]:
         self.sigma = np.array([_sd(store.train_levels(i)) for i in range(store.n_series)])
@@ -43,6 +45,7 @@ class SeasonalNaive:
     """The value one season before each target, from the known past only: step k (1-based)
     takes v[T + k - season * ceil(k / season)], T = the last known row."""
     name = "seasonal_naive"
+    past_only = True     # each forecast reads only the values before its origin
 
     def __init__(self, season: int) -> None:
         self.season = season
@@ -136,18 +139,30 @@ def fallback_for(season: int) -> Naive2:
 
 
 class Mean:
+    """Each window's forecast is the mean of every value of its series before it (the
+    historic average, as StatsForecast's ``HistoricAverage`` applies to a longer history); its
+    intervals are normal with the training part's standard deviation times
+    sqrt(1 + 1 / T), T the values it averages."""
     name = "mean"
+    past_only = True     # each forecast reads only the values before its origin
 
     def fit(self, store):
-        self.means = np.array([np.mean(store.train_levels(i)) for i in range(store.n_series)])
-        self.sigma = np.array([_sd(store.train_levels(i), 0) * np.sqrt(
-            1 + 1 / max(1, len(store.train_levels(i)))) for i in range(store.n_series)])
+        self.sigma = np.array([_sd(store.train_levels(i), 0) for i in range(store.n_series)])
         return []
 
     def forecast(self, store, ends, taus=()):
         sid = store.series_of(ends)
-        point = np.repeat(self.means[sid, None], store.horizon, axis=1)
+        mean, count = np.empty(len(ends)), np.empty(len(ends))
+        for i in np.unique(sid):          # each series' own running sums: no other's values
+            r = sid == i
+            a = int(store.offsets[i] + store.cuts.train_start[i])
+            run = np.r_[0.0, np.cumsum(np.asarray(store.levels[a:int(ends[r].max())],
+                                                  dtype=np.float64))]
+            count[r] = np.maximum(ends[r] - a, 1)
+            mean[r] = run[ends[r] - a] / count[r]
+        point = np.repeat(mean[:, None], store.horizon, axis=1)
         if not taus:
             return Forecast(point)
-        return Forecast(point, gaussian(point, np.repeat(self.sigma[sid, None], store.horizon,
-                                                         axis=1), taus))
+        sd = self.sigma[sid] * np.sqrt(1 + 1 / count)
+        return Forecast(point, gaussian(point, np.repeat(sd[:, None], store.horizon, axis=1),
+                                        taus))

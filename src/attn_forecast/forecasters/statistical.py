@@ -38,7 +38,7 @@ import numpy as np
 from ..engine import Engine
 
 from .names import STAT_FORECASTERS  # noqa: F401  (re-exported: statistical names)
-from .protocol import Forecast, central_intervals
+from .protocol import Forecast, central_intervals, nested
 
 # StatsForecast compiles its models with numba on first use (AutoCES: about a minute); with
 # this set the compiled code is cached on disk, so later processes and pool workers reuse it
@@ -167,6 +167,7 @@ class Stat:
         H = store.horizon
         pairs = central_intervals(taus)
         levels = tuple(pct for _, _, pct in pairs)
+        mid = list(taus).index(0.5) if taus else None
         sid = store.series_of(ends)
         point = np.full((len(ends), H), np.nan)
         quant = np.full((len(ends), H, len(taus)), np.nan) if taus else None
@@ -196,6 +197,10 @@ class Stat:
                 quant[r] = mean[..., None]
                 for (lo_i, hi_i, pct) in pairs:
                     quant[r, :, lo_i], quant[r, :, hi_i] = bands[pct]
+                if pairs:   # its own median: the innermost band's middle (not the mean)
+                    lo_i, hi_i, _ = pairs[-1]
+                    quant[r, :, mid] = (quant[r, :, lo_i] + quant[r, :, hi_i]) / 2
+                quant[r] = nested(quant[r], taus)
         for i in failed:     # a series fails as a whole, whichever of its parts failed
             point[sid == i] = np.nan
             if taus:

@@ -258,14 +258,17 @@ def build_model(s: ModelSettings | list[ModelSettings], members: int = 1,
 
 
 def with_horizon(model: nn.Module, horizon: int) -> nn.Module:
-    """A copy of an attention model (the prior) that forecasts the first ``horizon`` steps of
-    its head: the head's last layer keeps only their outputs (laid out step by step, the
-    quantile levels of a step side by side). The other weights are copied as they are."""
+    """A copy of an attention model (the prior) for ``horizon`` steps: the head's last layer
+    keeps the outputs of the first ``horizon`` steps (laid out step by step, the quantile
+    levels of a step side by side); a longer horizon extends it, each step past the model's
+    own starting as a copy of its last step's outputs (a flat continuation that fine-tuning
+    then learns). The other weights are copied as they are."""
     import copy
     s = model.settings
-    if horizon > s.horizon:
-        raise ValueError(f"the prior forecasts at most {s.horizon} steps; asked for {horizon}")
     keep = torch.arange(horizon * s.n_outputs)
+    # the rows of a step past the model's last take the last step's rows
+    step = torch.clamp(keep // s.n_outputs, max=s.horizon - 1)
+    keep = step * s.n_outputs + keep % s.n_outputs
     out = copy.deepcopy(model)
     last = out.head[-1]
     new = nn.Linear(last.in_features, len(keep))
@@ -274,16 +277,46 @@ def with_horizon(model: nn.Module, horizon: int) -> nn.Module:
         new.bias.copy_(last.bias[keep])
     out.head[-1] = new
     if out.highway is not None:
+        rows = torch.clamp(torch.arange(horizon), max=s.horizon - 1)
         hw = nn.Linear(out.highway.in_features, horizon)
         with torch.no_grad():
-            hw.weight.copy_(out.highway.weight[:horizon])
-            hw.bias.copy_(out.highway.bias[:horizon])
+            hw.weight.copy_(out.highway.weight[rows])
+            hw.bias.copy_(out.highway.bias[rows])
         out.highway = hw
     from dataclasses import replace
     out.settings = replace(s, horizon=horizon)
     if out.inorm is not None:
         out.inorm.horizon = horizon
     return out
+
+
+class Rollout(nn.Module):
+    """A model forecasting ``horizon`` steps past its own, recursively: its own horizon at a
+    time, the median fed back as the newest values of the window (as the forecast command
+    rolls any model forward; Chronos forecasts past its prediction length the same way).
+    The steps past the first block take the fed-back medians as known, so their quantiles are
+    narrower than the truth's: calibration widens them. Levels only (no calendar inputs)."""
+
+    def __init__(self, model: nn.Module, horizon: int) -> None:
+        super().__init__()
+        from dataclasses import replace
+        self.inner = model
+        self.settings = replace(model.settings, horizon=horizon)
+
+    def forward(self, x: torch.Tensor, need_weights: bool = False, cal=None,
+                quantiles: bool = False, seen: torch.Tensor | None = None):
+        s, H = self.inner.settings, self.settings.horizon
+        mid = list(s.quantiles).index(0.5) if s.quantiles else None
+        outs = []
+        while sum(o.shape[1] for o in outs) < H:
+            y = self.inner(x, quantiles=quantiles, seen=seen)[0]   # (B, h[, Q])
+            outs.append(y)
+            med = y[..., mid] if quantiles and mid is not None else y   # (B, h)
+            x = torch.cat([x, med], dim=1)[:, -x.shape[1]:]
+            if seen is not None:
+                seen = torch.cat([seen, torch.ones_like(med, dtype=torch.bool)],
+                                 dim=1)[:, -seen.shape[1]:]
+        return torch.cat(outs, dim=1)[:, :H], None
 
 
 def n_parameters(model: nn.Module) -> int:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from pathlib import Path
 
@@ -11,10 +12,10 @@ import numpy as np
 
 from ..config.checks import check_patches
 from ..config.schema import DataParams, Params
-from ..data import seasons, sources, splits
+from ..data import seasons, sources, splits, transforms
 from ..data.build import build
 from ..data.csv import read_table
-from ..data.frequency import check_frame_regular
+from ..data.frequency import Step, check_frame_regular, horizon_for, step_of
 from ..data.long_table import Raw, raw_of
 from ..data.store import Store
 from ..errors import ParamsError
@@ -99,17 +100,59 @@ def chunks(d: DataParams, inputs: str):
     return [sources.sine(d.n_points, d.noise_std, d.seed)]
 
 
-def horizon_of(p: Params, raw: Raw) -> int:
-    """``prepare.horizon``: a number, or auto, the competition's horizon of its series."""
+def horizon_of(p: Params, raw: Raw) -> int | None:
+    """``prepare.horizon``: a number, or auto: the competition's horizon of its series, or
+    None (a real series': its frequency's, chosen by :func:`frequency_horizon`)."""
     h = p.prepare.horizon
     if raw.horizons is None:
-        return int(h) if h != "auto" else 1
+        return int(h) if h != "auto" else None
     found = int(raw.horizons.max())
     if h != "auto" and (raw.horizons != h).any():
         raise ParamsError(f"data.kind competition forecasts each series' whole test part at "
                           f"once: set prepare.horizon to {found} (the {p.data.subset} horizon) "
                           f"or auto, got {h}")
     return found
+
+
+def frequency_horizon(p: Params, raw: Raw, season: int, window: int) -> dict:
+    """An auto horizon of real data: its frequency's (M4's and GIFT-Eval's,
+    frequency.horizon_for, read off the longest series' times), shortened where a series
+    that holds a window in every part at horizon 1 would hold none in one of them; the
+    horizon and its reason, as prepare records what auto chose."""
+    longest = int(np.argmax(np.diff(raw.offsets)))
+    t = raw.t[raw.offsets[longest]:raw.offsets[longest + 1]]
+    step = step_of(t) if len(t) > 1 else Step("numbers", 1.0, "1")
+    most, why = horizon_for(step, season)
+    pp = p.prepare
+    fr = fracs(p)
+    cuts = splits.cut(np.diff(raw.offsets), pp.test_frac, pp.val_frac, pp.cal_frac,
+                      blend=fr["blend"] and pp.val_frac > 0)
+    parts = ("test",) + tuple(q for q in ("val", "cal") if fr[q] > 0) \
+        + (("blend",) if fr["blend"] and pp.val_frac > 0 else ())
+    b = p.backtest                 # a backtest fold must hold a window of its own
+    fold = (b.fold_size or int(np.min((cuts.test_end - cuts.test_start) // b.folds))) \
+        if b.folds else most
+    h, lost = splits.longest_horizon(cuts, window, min(most, max(fold, 1)),
+                                     transforms.offset(pp.transform), parts, pp.min_context)
+    if lost is None and h == most:
+        return {"horizon": h, "reason": why}
+    if lost is None:
+        return {"horizon": h, "frequency": most, "reason": (
+            f"{why}, shortened: each of the {b.folds} backtest folds holds {fold} test "
+            "targets; fewer backtest.folds or a set prepare.horizon allow a longer one")}
+    i, part = lost
+    n = int(raw.offsets[i + 1] - raw.offsets[i])
+    name = f"series '{raw.ids[i]}' ({n} values) holds" if len(raw.ids) > 1 else \
+        f"the {n} values hold"
+    return {"horizon": h, "reason": (
+        f"{why}, shortened: at {h + 1} steps {name} no window of its "
+        f"{PART_NAMES[part]}; more values, a larger "
+        f"prepare.{part if part != 'blend' else 'val'}_frac or a set prepare.horizon allow a "
+        "longer one"), "frequency": most}
+
+
+PART_NAMES = {"test": "test part", "val": "validation part", "cal": "calibration part",
+              "blend": "blend part (the validation part's second half)"}
 
 
 def fit_norm(p: Params, season: int, window: int, profile: dict, auto_keys) -> dict:
@@ -145,6 +188,12 @@ def prepare(p: Params, raw: Raw, profile: dict, auto_keys=frozenset()) -> Store:
     window = auto["window"]["window"] if "window" in auto else pp.window
     check_patches(window, m.patch_len, m.patch_stride)
     season = auto["season"]["season"] if p.evaluate.season == "auto" else p.evaluate.season
+    if horizon is None:           # auto on real data: the frequency's, where the parts hold it
+        auto["horizon"] = frequency_horizon(p, raw, int(season or 0), window)
+        horizon = auto["horizon"]["horizon"]
+    if raw.periods is None:       # MASE's and MSIS's scale: the in-sample seasonal naive error
+        raw = dataclasses.replace(raw, periods=np.full(len(raw.ids), max(int(season or 0), 1),
+                                                       dtype=np.int64))
     profile = copy.deepcopy(profile)
     adjusted = fit_norm(p, int(season or 0), window, profile, auto_keys)
     auto["profile"] = profile
@@ -189,6 +238,9 @@ def report(store: Store, p: Params, profile: str, chosen: dict) -> tuple[list[st
                  f" ({auto['season']['reason']})"
                  + (f"; window {store.window} ({auto['window']['reason']})"
                     if "window" in auto else ""))
+    if "horizon" in auto:       # an auto horizon of real data: the frequency's
+        h = auto["horizon"]
+        lines.append(f"prepare: horizon {h['horizon']} ({h['reason']})")
     warnings = [f"prepare: warning: {store.dropped['count']} series too short for a window in "
                 f"every part were left out (first: {', '.join(store.dropped['ids'])})"] \
         if store.dropped["count"] else []

@@ -20,16 +20,13 @@ from .forecasting import check_norm
 
 
 def prior(path: str, store=None, p: Params | None = None):
-    """The prior (the pretrain stage's checkpoint) as a model for this data's horizon, with
-    the errors that name the keys."""
+    """The prior (the pretrain stage's checkpoint) as a model for this data's horizon (a longer
+    one than its own extends its head: networks.with_horizon), with the errors that name the
+    keys."""
     if store is None:
         return load_prior(path)
     model = load_prior(path)
     s = model.settings
-    if store.horizon > s.horizon:
-        raise ParamsError(f"prepare.horizon ({store.horizon}) is longer than the prior's "
-                          f"horizon ({s.horizon}); set train.init scratch, or pretrain one "
-                          f"with pretrain.horizon >= {store.horizon}")
     if p is not None and p.model.quantiles and tuple(p.model.quantiles) != s.quantiles:
         raise ParamsError(f"model.quantiles with train.init pretrained must be [] or the "
                           f"prior's levels {list(s.quantiles)}, got {list(p.model.quantiles)}")

@@ -29,6 +29,7 @@ class Inputs:
     lags: pd.DataFrame
     horizon: pd.DataFrame
     calibration: pd.DataFrame
+    fan: pd.DataFrame           # the forecast to use's whole horizon from the last origins
     folds: pd.DataFrame | None
     kind: str                   # model.kind
     dpi: int
@@ -48,7 +49,7 @@ FAN_PCTS = (80, 95)   # the intervals the figures draw (every one is scored)
 def bands(pred: pd.DataFrame, column: str = "predicted", pcts=FAN_PCTS) -> list[tuple]:
     """A forecaster's central intervals among the columns ``<column>_q<level>`` (q10, q2.5):
     [(lower, upper, %)], those of ``pcts`` only."""
-    head = f"{column}_q"
+    head = f"{column}_q" if column else "q"
     levels = {float(c[len(head):]): c for c in pred.columns if c.startswith(head)}
     out = []
     for lo in sorted(levels):
@@ -139,7 +140,24 @@ def _jobs(fig_dir: Path, d: Inputs, shown: dict[str, str]) -> list[tuple]:
 def _fan(fig_dir: Path, d: Inputs, i: int, one: pd.DataFrame, t_all, t_test, sid: str
          ) -> tuple:
     """The fan chart of the forecast to use (the blend, else the model): the series' recent
-    history, its forecasts of the test part with their 80 % and 95 % intervals, the truth."""
+    history and, from the last origins of its test part, its whole-horizon forecasts with
+    their 80 % and 95 % intervals beside the truth (several steps); the one-step forecasts of
+    the test part (one step)."""
+    fan = d.fan
+    if d.store.horizon > 1 and len(fan):
+        name = str(fan["forecaster"].iloc[0])
+        t_fan = as_time(fan["t"].to_numpy())
+        first = np.flatnonzero(np.asarray(t_all) == t_fan[0])
+        end = int(first[0]) if len(first) else len(t_all)
+        rows = np.arange(max(0, end - 3 * len(fan)), end)
+        paths = [(as_time(g["t"].to_numpy()), g["forecast"].to_numpy(), bands(g, ""))
+                 for _, g in fan.groupby("origin", sort=True)]
+        return ("fan", fig_dir / "fan.png", dict(
+            t_hist=t_all[rows], history=np.asarray(d.store.levels[d.store.rows(i)])[rows],
+            t_test=t_fan, actual=fan["actual"].to_numpy(), paths=paths, name=name,
+            dpi=d.dpi, title=f"The {name}'s forecasts of {d.store.horizon} steps from the "
+            f"test part's last origins, with its intervals"
+            + (f" (median series {sid})" if sid else "")))
     name = to_use([n for n in forecasters(d.metrics) if d.metrics.get(n)
                    and (n == "model" or n in one)])
     column = "predicted" if name == "model" else name
@@ -147,8 +165,8 @@ def _fan(fig_dir: Path, d: Inputs, i: int, one: pd.DataFrame, t_all, t_test, sid
     rows = np.arange(start, int(d.store.cuts.test_start[i]))
     return ("fan", fig_dir / "fan.png", dict(
         t_hist=t_all[rows], history=np.asarray(d.store.levels[d.store.rows(i)])[rows],
-        t_test=t_test, actual=one["actual"].to_numpy(), forecast=one[column].to_numpy(),
-        bands=bands(one, column), name=name, dpi=d.dpi,
+        t_test=t_test, actual=one["actual"].to_numpy(),
+        paths=[(t_test, one[column].to_numpy(), bands(one, column))], name=name, dpi=d.dpi,
         title=f"The {name}'s forecasts of the test part, with its intervals"
         + (f" (median series {sid})" if sid else "")))
 

@@ -254,20 +254,24 @@ def forecast(path, *, t_all, values, spans: dict[str, tuple], t_test, model, nai
         _save(fig, path, dpi)
 
 
-def fan(path, *, t_hist, history, t_test, actual, forecast, bands, name: str = "model",
+def fan(path, *, t_hist, history, t_test, actual, paths, name: str = "model",
         units: str = "value", dpi: int, title: str = "") -> None:
-    """A fan chart: the recent history, the forecasts of the test part (each target's
-    one-step-ahead, or first-step, forecast) in their 80 % and 95 % intervals, the truth."""
+    """A fan chart: the recent history, the truth of the test part, and each forecast path
+    (t, forecast, bands: one from each origin, or the one-step forecasts of the test part)
+    in its 80 % and 95 % intervals."""
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(11, 4.2))
         c = color(name)
-        for lo, hi, pct in sorted(bands or [], key=lambda b: -b[2]):
-            ax.fill_between(t_test, lo, hi, color=c, alpha=0.15 + 0.15 * (pct < 90), lw=0,
-                            label=f"{pct} % interval")
+        for k, (t, forecast, bands) in enumerate(paths):
+            for lo, hi, pct in sorted(bands or [], key=lambda b: -b[2]):
+                ax.fill_between(t, lo, hi, color=c, alpha=0.15 + 0.15 * (pct < 90), lw=0,
+                                label=f"{pct} % interval" if k == 0 else None)
+            ax.plot(t, forecast, color=c, lw=1.3, label=f"{name} forecast" if k == 0 else None)
+            if len(paths) > 1:
+                ax.axvline(t[0], color="grey", lw=0.6, ls=":")
         ax.plot(t_hist, history, color=COLORS["actual"], lw=0.9, label="history")
         ax.plot(t_test, actual, color=COLORS["actual"], lw=0, marker=".", ms=3,
                 label="truth (test part)")
-        ax.plot(t_test, forecast, color=c, lw=1.3, label=f"{name} forecast")
         ax.set(title=title or f"The {name}'s forecasts and intervals", xlabel="t",
                ylabel=units)
         ax.legend(ncol=3)

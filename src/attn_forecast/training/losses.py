@@ -13,15 +13,21 @@ LEVEL_LOSSES = ("smape", "mape", "mase")   # scores of the series' own levels
 
 class PinballLoss(nn.Module):
     """The quantile loss of (B, H, Q) forecasts at levels ``taus`` against (B, H) targets,
-    averaged over windows, steps and levels."""
+    averaged over windows, steps and levels. ``scaled``: each window's loss in units of its
+    series' in-sample naive error (MASE's unit: series of every size count alike, as WQL
+    and MSIS score them), instead of the model's scaled units."""
 
-    def __init__(self, taus) -> None:
+    def __init__(self, taus, scaled: bool = False) -> None:
         super().__init__()
         self.register_buffer("taus", torch.tensor(list(taus), dtype=torch.float32))
+        self.scaled = scaled
 
     def forward(self, q: torch.Tensor, y: torch.Tensor, sid=None, rows=None) -> torch.Tensor:
         diff = y.unsqueeze(-1) - q
-        return torch.maximum(self.taus * diff, (self.taus - 1) * diff).mean()
+        terms = torch.maximum(self.taus * diff, (self.taus - 1) * diff)
+        if self.scaled and rows is not None:
+            terms = terms * (rows.scale[sid] / rows.naive[sid])[:, None, None]
+        return terms.mean()
 
 
 class LevelLoss(nn.Module):
@@ -57,9 +63,11 @@ class _Plain(nn.Module):
 
 
 def make_loss(kind: str, quantiles=()) -> nn.Module:
-    """train.loss, or the pinball loss for a model with a quantile head."""
+    """train.loss, or the pinball loss for a model with a quantile head: in units of each
+    series' in-sample naive error where train.loss scores the levels (sMAPE, MAPE, MASE: the
+    competitions'), else in the model's scaled units."""
     if quantiles:
-        return PinballLoss(quantiles)
+        return PinballLoss(quantiles, scaled=kind in LEVEL_LOSSES)
     if kind in LEVEL_LOSSES:
         return LevelLoss(kind)
     return _Plain({"mse": nn.MSELoss, "mae": nn.L1Loss, "huber": nn.HuberLoss}[kind]())

@@ -136,7 +136,7 @@ def test_an_id_too_short_to_forecast_is_left_out_and_named(panel, tmp_path, caps
     _run("--model", path, "--csv", csv, "--out", out)
     err = capsys.readouterr().err
     assert "1 id(s) left out, the first: id 'short': the series has 3 values" in err, err
-    assert pd.read_csv(out)["id"].tolist() == ["long"]
+    assert pd.read_csv(out)["id"].tolist() == ["long"] * store.horizon   # its horizon's steps
     # when no id can be forecast, nothing is written and the first is named
     only = tmp_path / "short.csv"
     pd.DataFrame({"id": ["tiny"] * 3 + ["tiny2"] * 3, "t": [0, 1, 2] * 2,
@@ -175,7 +175,7 @@ def test_ids_that_read_as_missing_or_as_numbers_stay_text(tmp_path, capsys):
     path = _save(tmp_path / "ids.pt", store, model)
     csv, out = tmp_path / "rows.csv", tmp_path / "fc.csv"
     _long(store).to_csv(csv, index=False)
-    _run("--model", path, "--csv", csv, "--out", out)
+    _run("--model", path, "--csv", csv, "--steps", 1, "--out", out)
     assert "not in training" not in capsys.readouterr().out      # all three known
     with open(out) as fh:
         assert [ln.split(",")[0] for ln in fh.read().splitlines()[1:]] == ["north", "NA", "001"]
@@ -239,7 +239,7 @@ def test_gaps_in_the_time_column_are_refused_as_in_training_unless_allowed(tmp_p
                                              r"--time-gaps to allow"):
         main(["--model", str(path), "--csv", str(csv), "--out", str(tmp_path / "f.csv")])
     _run("--model", path, "--csv", csv, "--time-gaps", "allow", "--out", tmp_path / "f.csv")
-    assert "forecast: 1 step after 70 values" in capsys.readouterr().out
+    assert "forecast: 2 steps after 70 values" in capsys.readouterr().out   # the horizon
 
 
 def test_a_quantile_head_writes_its_levels_for_every_step(tmp_path, capsys):
@@ -253,11 +253,13 @@ def test_a_quantile_head_writes_its_levels_for_every_step(tmp_path, capsys):
     csv, out = tmp_path / "rows.csv", tmp_path / "fc.csv"
     pd.DataFrame({"t": np.arange(60), "value": levels}).to_csv(csv, index=False)
     _run("--model", path, "--csv", csv, "--steps", 4, "--out", out)
-    said = capsys.readouterr().out
-    assert "quantiles q10, q90 of every step: the quantile head's own" in said
-    assert "steps past the model's horizon, 2: step 2's spread grown as sqrt(step / 2)" in said
+    said = capsys.readouterr()
+    assert "quantiles q10, q90 of every step: the quantile head's own" in said.out
+    assert ("steps 3 to 4 lie past the 2 the intervals were calibrated for: their quantiles "
+            "are step 2's spread grown as sqrt(step / 2), not calibrated") in said.err
     got = pd.read_csv(out)
-    assert list(got.columns) == ["step", "time", "forecast", "q10", "q90"]
+    assert list(got.columns) == ["step", "time", "forecast", "q10", "q90", "calibrated"]
+    assert not got["calibrated"].any()          # the head's own: nothing calibrated them
     assert (got["q10"] < got["forecast"]).all() and (got["forecast"] < got["q90"]).all()
     _, quant = forecast_series(model, checkpoint.read(path)["prepare"], levels, 4,
                                _scaler(store), np.arange(60.0))

@@ -17,7 +17,7 @@ from scipy.stats import norm
 from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 from attn_forecast.evaluation import intervals as Q
-from attn_forecast.evaluation.calibration import (CalibrationSet, calibration_of,
+from attn_forecast.evaluation.calibration import (UNIT, CalibrationSet, calibration_of,
                                                   future_quantiles, intervals, margins_record,
                                                   scales, with_point_quantiles)
 from attn_forecast.evaluation.scoring import evaluate
@@ -154,7 +154,9 @@ def test_naive2s_quantiles_are_naives_on_the_adjusted_series_with_the_season_put
                                naive.forecast(store, ends, TAUS).quantiles, rtol=1e-12)
 
 
-def test_means_quantiles_are_the_training_mean_and_sd_times_sqrt_1_plus_1_over_t():
+def test_means_quantiles_are_the_historic_mean_and_sd_times_sqrt_1_plus_1_over_t():
+    """Each window's mean is every value of its series before its origin (T of them); its
+    spread the training part's standard deviation times sqrt(1 + 1 / T)."""
     rng = np.random.default_rng(5)
     series = [rng.normal(10, 2, 50), rng.normal(-40, 15, 70)]
     store = _store(series, horizon=4)
@@ -163,12 +165,12 @@ def test_means_quantiles_are_the_training_mean_and_sd_times_sqrt_1_plus_1_over_t
     ends = store.ends("test")
     fc = f.forecast(store, ends, TAUS)
     sid = store.series_of(ends)
-    for i in range(2):
-        tr = _train(store, i)
-        sd = np.std(tr, ddof=1) * math.sqrt(1 + 1 / len(tr))
-        want = tr.mean() + sd * Z
-        np.testing.assert_allclose(fc.quantiles[sid == i],
-                                   np.broadcast_to(want, ((sid == i).sum(), 4, 5)), rtol=1e-12)
+    for k, e in enumerate(ends):
+        i = sid[k]
+        before = store.levels[store.offsets[i]:e]
+        sd = np.std(_train(store, i), ddof=1) * math.sqrt(1 + 1 / len(before))
+        np.testing.assert_allclose(fc.quantiles[k], np.broadcast_to(before.mean() + sd * Z,
+                                                                    (4, 5)), rtol=1e-10)
 
 
 # ---------------------------------------------------------------- the intervals rule
@@ -199,7 +201,7 @@ def test_intervals_by_hand_calibrated_own_and_fallback():
     assert "gone" not in iv.quantiles
     rec = margins_record(iv, taus, cal)
     assert rec["pairs"] == [80] and rec["calibrated_on"] == "the calibration part"
-    assert rec["forecasters"]["pt"] == {"how": "calibrated", "margins": [[3.0]]}
+    assert rec["forecasters"]["pt"] == {"how": "calibrated", "margins": [[3.0]], "windows": 4}
     assert rec["forecasters"]["bare"] == {"how": "fallback", "margins": None}
     # without a calibration set: own quantiles stand, a point forecast takes the fallback's
     own_q = np.array([[[90.0, 100.0, 111.0]], [[150.0, 200.0, 260.0]]])
@@ -238,10 +240,10 @@ def test_evaluate_calibrates_a_point_forecaster_or_gives_it_the_fallbacks_counte
         assert ev.metrics[name]["intervals"] == "calibrated"
         assert ev.metrics[name]["n_interval_fallback"] == 0
     # the point forecaster's margin by hand: the rank of its calibration residuals in units
-    # (calibration's: each series' training part's mean absolute level)
+    # (calibration's: each series' training part's in-sample naive error, MASE's scale)
     cal = fs.ends["cal"]
-    u = np.array([np.mean(np.abs(_train(store, i))) for i in range(3)])
-    np.testing.assert_allclose(scales(store, "level"), u, rtol=1e-12)
+    u = np.array([np.mean(np.abs(np.diff(_train(store, i)))) for i in range(3)])
+    np.testing.assert_allclose(scales(store, UNIT), u, rtol=1e-12)
     res = np.abs(store.targets(cal) - store.levels[cal - 1][:, None]) / u[store.series_of(cal)][
         :, None]
     n = len(cal)
@@ -302,20 +304,36 @@ def test_calibrated_coverage_on_exchangeable_series_is_nominal():
 
 
 # ---------------------------------------------------------------- a future forecast
-def test_future_quantiles_grow_the_last_margin_by_sqrt_k_over_h_past_h():
-    """Margins calibrated for H = 2 steps: 1 and 2 (80 % pair) in units; unit 3. Steps 1, 2:
-    3 x 1, 3 x 2; step k > 2: 3 x 2 x sqrt(k / 2)."""
+def test_future_quantiles_grow_the_last_calibrated_spread_by_sqrt_k_over_h_past_h():
+    """Margins calibrated for H = 2 steps: 1 and 2 (80 % pair) in units; unit 3; raw bounds
+    -+1. Steps 1, 2: -+(1 + 3 x 1), -+(1 + 3 x 2); step k > 2: step 2's calibrated distance
+    from the median, 7, times sqrt(k / 2)."""
     taus = (0.1, 0.5, 0.9)
     raw = np.zeros((5, 3))
     raw[:, 0], raw[:, 2] = -1.0, 1.0
     got = future_quantiles(raw, np.array([[1.0], [2.0]]), taus, 3.0)
-    half = np.array([3.0, 6.0, 6 * math.sqrt(1.5), 6 * math.sqrt(2.0), 6 * math.sqrt(2.5)])
-    np.testing.assert_allclose(got[:, 2], 1 + half, rtol=1e-12)
-    np.testing.assert_allclose(got[:, 0], -1 - half, rtol=1e-12)
+    half = np.array([4.0, 7.0, 7 * math.sqrt(1.5), 7 * math.sqrt(2.0), 7 * math.sqrt(2.5)])
+    np.testing.assert_allclose(got[:, 2], half, rtol=1e-12)
+    np.testing.assert_allclose(got[:, 0], -half, rtol=1e-12)
     np.testing.assert_array_equal(got[:, 1], 0.0)
     # within the calibrated horizon: exactly the calibrated margins
     got = future_quantiles(raw[:2], np.array([[1.0], [2.0]]), taus, 3.0)
     np.testing.assert_allclose(got[:, 2], [4.0, 7.0], rtol=1e-12)
+
+
+def test_a_narrowing_margin_never_shrinks_an_interval_past_the_horizon_to_nothing():
+    """A calibrated margin below zero (raw bounds too wide) narrows the interval, at most to
+    the median; past the horizon the calibrated spread only grows (before, -m x sqrt(k / H)
+    crossed the median and was clipped to zero width)."""
+    taus = (0.025, 0.1, 0.5, 0.9, 0.975)
+    raw = np.array([[-4.0, -2.0, 0.0, 2.0, 4.0]] * 12)
+    margins = np.array([[-1.0, -0.5]] * 3)          # (H, P): 95 % and 80 %, narrowing
+    got = future_quantiles(raw, margins, taus, 1.0)
+    width80 = got[:, 3] - got[:, 1]
+    width95 = got[:, 4] - got[:, 0]
+    assert (width80 > 0).all() and (width95 >= width80).all()
+    assert (np.diff(width80[2:]) > 0).all()          # steps 3 .. 12 widen
+    np.testing.assert_allclose(width80[:3], 3.0)     # -+(2 - 0.5) inside the horizon
 
 
 def test_with_point_quantiles_gives_only_point_forecasts_their_point_at_every_level():

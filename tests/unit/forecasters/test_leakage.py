@@ -325,18 +325,43 @@ def test_poison_the_test_part_intervals_unchanged(clean_intervals):
         assert bad.intervals["forecasters"][name]["how"] == "calibrated", name
 
 
+PAST_ONLY = {"naive", "seasonal_naive", "mean", "zeroshot"}   # calibrated on every past window
+
+
 def test_poison_the_calibration_part_the_margins_change(clean_intervals):
     """The counter-check: the margins are read from the calibration part, so poisoning it
-    changes every forecaster's margins (the test above can fail)."""
+    changes every forecaster's margins (the test above can fail); a forecaster that fits
+    nothing is calibrated on every window before the test part (the next test)."""
     ev, store = clean_intervals
     bad, bad_store = _calibrated(_poisoned_raw(_panel(), "cal", 1e9))
     assert bad_store.scalers.to_dict() == store.scalers.to_dict()
     cal = store.ends("cal")
     assert (bad_store.targets(cal) == 1e9).all()
-    for name in sorted(set(CAL_FIELD + ["zeroshot", "model", "blend"] + CAL_COMBOS)):
+    for name in sorted(set(CAL_FIELD + ["zeroshot", "model", "blend"] + CAL_COMBOS)
+                       - PAST_ONLY):
         clean_m = np.array(ev.intervals["forecasters"][name]["margins"])
         bad_m = bad.intervals["forecasters"][name]["margins"]
         assert bad_m is not None, name
         assert not np.array_equal(np.array(bad_m), clean_m), name
         # far wider: the poisoned targets are a billion, the series' units a few
         assert np.max(bad_m) > 1e3 * max(1.0, np.max(np.abs(clean_m))), name
+
+
+def test_a_forecaster_fitting_nothing_is_calibrated_on_every_past_window(clean_intervals):
+    """Naive, seasonal naive, the historic mean and the zero-shot prior read only the values
+    before each origin: their margins come from every window before the test part, so
+    poisoning the training part's last targets changes them too (and they record it)."""
+    ev, store = clean_intervals
+    raw = _panel()
+    cuts = _cal_store(raw).cuts
+    levels = np.array(raw.levels, copy=True)
+    for i in range(len(raw.ids)):      # the training part's last 4 targets of every series
+        a = int(raw.offsets[i])
+        levels[a + int(cuts.val_start[i]) - 4:a + int(cuts.val_start[i])] = 1e9
+    bad, _ = _calibrated(replace(raw, levels=levels))
+    for name in sorted(PAST_ONLY):
+        rec = ev.intervals["forecasters"][name]
+        assert rec["windows_of"] == "every window before the test part", name
+        assert rec["windows"] > len(store.ends("cal")), name
+        assert not np.allclose(bad.intervals["forecasters"][name]["margins"], rec["margins"],
+                               rtol=0.01), name

@@ -9,7 +9,7 @@ import torch
 
 from attn_forecast.model import checkpoint
 from attn_forecast.data.build import build
-from attn_forecast.forecasters.zeroshot import ZeroShot
+from attn_forecast.forecasters.zeroshot import ZeroShot, load_prior
 from attn_forecast.model.networks import build_model, with_horizon
 from attn_forecast.model.settings import ModelSettings
 from attn_forecast.config.load import parse_params
@@ -101,14 +101,45 @@ def test_a_shorter_horizon_keeps_the_first_steps_of_the_prior():
         a, b = full(x, quantiles=True)[0], short(x, quantiles=True)[0]
     assert b.shape == (5, 2, 3)
     torch.testing.assert_close(b, a[:, :2])
-    with pytest.raises(ValueError, match="at most 6 steps"):
-        with_horizon(full, 7)
 
 
-def test_a_horizon_longer_than_the_priors_names_the_keys(tmp_path):
+def test_a_longer_horizon_extends_the_head_with_copies_of_its_last_step():
+    torch.manual_seed(0)
+    full = build_model(PRIOR).eval()
+    H = PRIOR.horizon
+    longer = with_horizon(full, H + 4).eval()
+    x = torch.randn(5, PRIOR.window)
+    with torch.no_grad():
+        a, b = full(x, quantiles=True)[0], longer(x, quantiles=True)[0]
+    assert b.shape == (5, H + 4, 3)
+    torch.testing.assert_close(b[:, :H], a)
+    for k in range(H, H + 4):           # a flat continuation until fine-tuning learns more
+        torch.testing.assert_close(b[:, k], a[:, H - 1])
+
+
+def test_the_prior_fine_tunes_at_a_horizon_longer_than_its_own(tmp_path):
     _, path = _prior(tmp_path)
-    with pytest.raises(ParamsError, match=r"prepare.horizon \(8\) is longer than the prior's"):
-        prior(path, _store(horizon=8))
+    model = prior(path, _store(horizon=8))
+    assert model.settings.horizon == 8
+
+
+def test_zero_shot_past_the_priors_horizon_rolls_the_median_forward(tmp_path):
+    model, path = _prior(tmp_path)
+    H = model.settings.horizon
+    rolled = load_prior(path, H + 2).eval()
+    x = torch.randn(4, PRIOR.window)
+    with torch.no_grad():
+        q = rolled(x, quantiles=True)[0]
+        first = model.eval()(x, quantiles=True)[0]
+        mid = list(PRIOR.quantiles).index(0.5)
+        nxt = model(torch.cat([x, first[..., mid]], dim=1)[:, -PRIOR.window:],
+                    quantiles=True)[0]
+    assert q.shape == (4, H + 2, 3)
+    torch.testing.assert_close(q[:, :H], first)
+    torch.testing.assert_close(q[:, H:], nxt[:, :2])
+    store = _store(horizon=H + 2)
+    fc = ZeroShot(path).forecast(store, store.ends("test"), taus=(0.1, 0.9))
+    assert fc.point.shape[1] == H + 2 and np.isfinite(fc.quantiles).all()
 
 
 def test_zero_shot_reads_the_priors_context_padded_before_the_series_start(tmp_path):

@@ -109,7 +109,10 @@ def _ridge_shift(z, fit_ends, resid_ends, W, H, alpha=1.0):
     return shift
 
 
-def test_ridge_intervals_come_from_the_calibration_windows():
+def test_ridge_intervals_come_from_the_training_parts_last_fifth_never_the_calibration_part():
+    """Its own quantiles come from a fit on the first four fifths of the training windows,
+    on the last fifth, with a calibration part or without: the calibration part is
+    calibration's alone (never used twice)."""
     from sklearn.linear_model import Ridge
     v = _series(160, seed=9)
     W, H = 6, 2
@@ -120,16 +123,16 @@ def test_ridge_intervals_come_from_the_calibration_windows():
     np.testing.assert_array_equal(s.ends("cal"), cal)
     full = Ridge(alpha=1.0).fit(*_xy(z, train, W, H))
     zp = full.predict(_xy(z, test, W, H)[0])
-    shift = _ridge_shift(z, train, cal, W, H)
+    head = len(train) * 4 // 5
+    shift = _ridge_shift(z, train[:head], train[head:], W, H)
     want = (zp[..., None] + shift[None]) * sd + c
     f = RidgeForecaster(1.0)
     f.fit(s)
     got = f.forecast(s, test, TAUS)
     np.testing.assert_allclose(got.quantiles, want, rtol=1e-5)
     np.testing.assert_allclose(got.point, zp * sd + c, rtol=1e-5)
-    # not the quantiles of the in-sample residuals of the same fit
-    inside = _ridge_shift(z, train, train, W, H)
-    assert not np.allclose(shift, inside, rtol=1e-2)
+    # not the quantiles of the calibration part's residuals
+    assert not np.allclose(shift, _ridge_shift(z, train, cal, W, H), rtol=1e-2)
 
 
 def test_ridge_intervals_without_a_calibration_part_come_from_the_last_fifth_of_training():

@@ -54,7 +54,7 @@ def test_merge_keeps_the_order_and_refuses_other_windows():
     b.record = {"other": True}
     m = merge(a, b)
     assert m.names() == ["model", "ets", "naive", "ridge"]
-    assert m.forecasts["ridge"] is b.forecasts["ridge"] and m.record == a.record
+    assert m.forecasts["ridge"] == b.forecasts["ridge"] and m.record == a.record
     assert m.warnings == ["warning: one", "warning: two", "warning: three"]
     c = _set(np.arange(11, 18), 3)
     with pytest.raises(ValueError, match="different test windows"):

@@ -67,7 +67,7 @@ def test_seasonal_naive_never_reads_another_series():
     assert np.isnan(got[0, 0]) and got[1, 0] == 101.0          # row 26 - 5 = local row 1
 
 
-def test_mean_is_each_series_training_mean():
+def test_mean_is_each_series_mean_of_every_value_before_the_origin():
     a, b = _series(60, seed=2), _series(90, seed=3, level=500, scale=20)
     s = _store([a, b], window=4, horizon=2, test=0.2, val=0.1)
     ends = s.ends("test")
@@ -75,5 +75,5 @@ def test_mean_is_each_series_training_mean():
     f.fit(s)
     got = f.forecast(s, ends).point
     sid = s.series_of(ends)
-    want = np.where(sid == 0, a[:42].mean(), b[:63].mean())    # floor(n x 0.7) training rows
-    np.testing.assert_allclose(got, np.repeat(want[:, None], 2, axis=1), rtol=1e-12)
+    want = [(a if i == 0 else b)[:e - s.offsets[i]].mean() for i, e in zip(sid, ends)]
+    np.testing.assert_allclose(got, np.repeat(np.array(want)[:, None], 2, axis=1), rtol=1e-12)

@@ -66,9 +66,14 @@ def test_each_fold_is_scored_on_its_own_training_parts_and_test_targets(tmp_path
         y_prev = [store.levels[store.rows(i)][entry["cuts"]["test_start"][i] - 1:
                                               entry["cuts"]["test_end"][i] - 1]
                   for i in range(2)]
-        # mean: the fold's training part's mean (not the whole store's training part)
-        want_mean = np.mean([np.sqrt(np.mean((test - train.mean()) ** 2))
-                             for train, test in parts])
+        # mean: of every value from the fold's training start to each origin (not the
+        # whole store's training part)
+        y_all = [store.levels[store.rows(i)] for i in range(2)]
+        c = entry["cuts"]
+        want_mean = np.mean([np.sqrt(np.mean([(y[e] - y[c["train_start"][i]:e].mean()) ** 2
+                                              for e in range(c["test_start"][i],
+                                                             c["test_end"][i])]))
+                             for i, y in enumerate(y_all)])
         assert out["mean"]["rmse_mean_folds"][k] == pytest.approx(want_mean, rel=1e-9)
         want_naive = np.mean([np.sqrt(np.mean((test - prev) ** 2))
                               for (_, test), prev in zip(parts, y_prev)])

@@ -64,6 +64,8 @@ def _inputs(store, *, attention: bool = True, blend: bool = False, naive: bool =
                               "model": np.linspace(0.1, 0.2, steps)}),
         calibration=pd.DataFrame({"nominal": [0.95, 0.8], "model": [0.9, 0.75],
                                   "naive": [np.nan, np.nan]}),
+        fan=pd.DataFrame({"forecaster": [], "origin": [], "step": [], "t": [], "actual": [],
+                          "forecast": []}),
         folds=folds, kind="attention", dpi=50)
 
 
@@ -166,7 +168,8 @@ def test_one_series_is_titled_as_the_series_and_its_fan_shows_three_test_spans_b
     fan = got["fan.png"][1]
     assert fan["name"] == "model"
     assert fan["title"] == "The model's forecasts of the test part, with its intervals"
-    np.testing.assert_array_equal(fan["forecast"], d.predictions["predicted"])
+    [(_, forecast, _)] = fan["paths"]
+    np.testing.assert_array_equal(forecast, d.predictions["predicted"])
     # 10 test targets: the 30 values before the test part (0 .. 29 of 40)
     np.testing.assert_array_equal(fan["history"], d.store.levels[0:30])
     np.testing.assert_array_equal(fan["t_hist"], d.store.t[0:30])
@@ -177,13 +180,41 @@ def test_the_fan_shows_the_blend_where_there_is_one():
     fan = _jobs(d)["fan.png"][1]
     one = d.predictions[d.predictions["id"] == "s1"]
     assert fan["name"] == "blend" and fan["title"].endswith("(median series s1)")
-    np.testing.assert_array_equal(fan["forecast"], one["blend"])
-    np.testing.assert_array_equal(fan["bands"][0][0], one["blend_q2.5"])
+    [(_, forecast, drawn)] = fan["paths"]
+    np.testing.assert_array_equal(forecast, one["blend"])
+    np.testing.assert_array_equal(drawn[0][0], one["blend_q2.5"])
     # the blend's history window is capped at the series' start: 13 targets x 3 > 37
     assert len(fan["history"]) == int(d.store.cuts.test_start[1])
     # a blend with no forecasts in the metrics (not fitted) is not the one to use
     d.metrics["blend"] = None
     assert _jobs(d)["fan.png"][1]["name"] == "model"
+
+
+def test_several_steps_fan_the_whole_horizon_from_the_last_origins_beside_the_truth():
+    """A horizon of 3: the fan draws each of the evaluate stage's paths (the forecast to use
+    from the last origins, a horizon apart) in its intervals, the history before the first."""
+    store = _store([np.sin(np.arange(60) / 3.0) + 5], test=0.25, horizon=3)
+    d = _inputs(store, steps=3)
+    t = store.t[51:60]
+    rows = []
+    for k in range(3):
+        for j in range(3):
+            r = 51 + 3 * k + j
+            rows.append({"forecaster": "blend", "origin": k + 1, "step": j + 1, "t": t[3 * k + j],
+                         "actual": store.levels[r], "forecast": store.levels[r] + 0.1,
+                         "q2.5": store.levels[r] - 1, "q10": store.levels[r] - 0.5,
+                         "q90": store.levels[r] + 0.5, "q97.5": store.levels[r] + 1})
+    d = replace(d, fan=pd.DataFrame(rows))
+    fan = _jobs(d, {"best": "s0", "median": "s0", "worst": "s0"})["fan.png"][1]
+    assert fan["name"] == "blend" and "3 steps from the test part's last origins" in \
+        fan["title"]
+    assert len(fan["paths"]) == 3
+    for k, (tk, forecast, drawn) in enumerate(fan["paths"]):
+        np.testing.assert_array_equal(tk, t[3 * k:3 * k + 3])
+        np.testing.assert_allclose(forecast, store.levels[51 + 3 * k:54 + 3 * k] + 0.1)
+        assert [b[2] for b in drawn] == [95, 80]
+    np.testing.assert_array_equal(fan["actual"], store.levels[51:60])
+    np.testing.assert_array_equal(fan["history"], store.levels[24:51])   # 3 x 9 values back
 
 
 def test_without_naive_forecasts_the_forecast_figure_draws_nan():
