@@ -1,11 +1,13 @@
 """Stage leaderboard of the competition pipeline (competitions/dvc.yaml): every subset's field
 and model forecasts (and their combinations) scored on the same series, their intervals
-calibrated on the subset's calibration cut (the *_cal stages' forecasts), then pooled: each
+calibrated on the subset's calibration cut (by each stage; model+comb here), then pooled: each
 subset's column and "all" by the field's rule (the mean over all forecasts) beside the mean
 over series; MASE, OWA, WQL, MSIS, coverage, the fev aggregate, the sign test against Theta.
 
-out: the leaderboard (a DVC metrics file, so `dvc metrics diff` shows whether M3 moved) and
-its Markdown tables with the published figures (competitions/published/) beside.
+out: the leaderboard (a DVC metrics file, so `dvc metrics diff` shows whether M3 moved), its
+Markdown tables with the published figures (competitions/published/) beside, and each subset's
+combinations across stages as scored (<subset>/combinations.npz: with the stages' files, every
+scored forecast is committed, so the leaderboard can be recomputed from them alone).
 """
 from __future__ import annotations
 
@@ -16,10 +18,8 @@ from pathlib import Path
 from attn_forecast import stage  # first: it pins the CPU before numpy loads
 from attn_forecast.forecasters import saved
 from attn_forecast.io import rounded, write_json, write_text
-from attn_forecast.forecasters.saved import merge
 from attn_forecast.pipeline import leaderboard as L
-from attn_forecast.pipeline.competition import (SUBSETS, field_store, model_store,
-                                                subset_params)
+from attn_forecast.pipeline.competition import SUBSETS, field_store, subset_params
 from attn_forecast.report.leaderboard import markdown, test_runs
 
 ROWS = ["model", "model+comb", "zeroshot", "comb", "m4_comb", "theta", "dot", "ets", "ces",
@@ -44,18 +44,15 @@ def main(argv: list[str] | None = None) -> dict:
     for s in subsets:
         p, prof = subset_params(args.params, s)
         holdout = p.data.holdout
-        field = merge(*(saved.load(folder / s / f"{k}.npz") for k in ("field", "zeroshot")))
-        cut = folder / s / "calibration"
         cp, cprof = subset_params(args.params, s, holdout="calibration")
-        calibration = L.calibration_cut(
-            cp, field_store(cp, cprof), saved.load(cut / "model.npz"),
-            merge(*(saved.load(cut / f"{k}.npz") for k in ("field", "zeroshot"))),
-            model_store(cp, cprof).ids)
-        ev = L.evaluated(p, field_store(p, prof), saved.load(folder / s / "model.npz"), field,
-                         calibration)
+        sets = {k: saved.load(folder / s / f"{k}.npz") for k in ("model", "field", "zeroshot")}
+        store = field_store(p, prof)
+        ev = L.evaluated(p, store, sets, field_store(cp, cprof))
         for line in ev.warnings:
             print(f"{s}: {line}", file=sys.stderr)
         evaluations[s] = ev
+        # every scored forecast is committed: the combinations across stages as scored here
+        saved.save(folder / s / "combinations.npz", L.combinations_set(ev, p), compact=True)
     names = [n for n in ROWS if any(ev.metrics.get(n) for ev in evaluations.values())]
     board = L.leaderboard(evaluations, L.horizons_of(evaluations), names)
     write_json(args.metrics, rounded(board))

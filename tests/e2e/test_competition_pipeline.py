@@ -56,14 +56,14 @@ def test_a_model_setting_reruns_the_models_stages_and_never_the_field(clone):
         (clone.path / "competitions/params.yaml").write_text(
             text.replace("lr: 0.001", "lr: 0.002", 1))
         changed = _changed(clone, "competitions/dvc.yaml")
-        models = {f"{k}@{s}" for k in ("model", "model_cal")
-                  for s in ("yearly", "quarterly", "monthly", "other")}
+        models = {f"model@{s}" for s in ("yearly", "quarterly", "monthly", "other")}
         assert set(changed) == models | {"leaderboard"}, changed
     finally:
         _restore(clone)
 
 
 def test_an_edit_of_evaluation_or_report_never_refits_a_baseline(clone):
+    """An edit of the scores (not of the calibration each competition stage runs itself)."""
     try:
         _edit(clone, "src/attn_forecast/evaluation/metrics.py")
         _edit(clone, "src/attn_forecast/report/plots.py")
@@ -82,7 +82,7 @@ def test_an_edit_of_the_training_code_never_refits_the_competitions_field(clone)
     try:
         _edit(clone, "src/attn_forecast/training/loop.py")
         changed = _changed(clone, "competitions/dvc.yaml")
-        assert not [s for s in changed if s.startswith(("field@", "field_cal@"))], changed
+        assert not [s for s in changed if s.startswith("field@")], changed
         assert "model@monthly" in changed
     finally:
         _restore(clone)
@@ -106,3 +106,19 @@ def test_the_documented_commands_show_how_m3_moved_between_two_commits(clone):
         assert (clone.path / "competitions/m3/leaderboard.md").read_text().count("\n") > 20
     finally:
         clone.run(["git", "reset", "-q", "--hard", "HEAD~1"], check=True)
+
+
+def test_a_misspelt_section_added_by_an_experiment_is_refused_not_ignored(clone):
+    """`-S 'competitions/params.yaml:+montly=...'` adds a section no fitting stage reads: the
+    leaderboard tracks the whole file, so it reruns and its check refuses the key in one line
+    (before, the experiment succeeded and changed nothing)."""
+    try:
+        res = clone.run(["dvc", "exp", "run", "competitions/dvc.yaml", "-S",
+                         "competitions/params.yaml:+montly={train: {ensemble: 1}}"],
+                        timeout=600)
+        assert res.returncode != 0, res.stdout[-2000:]
+        assert "unknown key 'montly'; allowed: competition, holdout, all, yearly" in \
+            res.stdout + res.stderr, (res.stdout + res.stderr)[-3000:]
+        assert "Traceback" not in res.stdout + res.stderr
+    finally:
+        _restore(clone)

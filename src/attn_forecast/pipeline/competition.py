@@ -1,7 +1,9 @@
 """The competition pipeline's steps (competitions/dvc.yaml): one subset's params (every key
 auto: the competition profile, i.e. competitions/params.yaml's ``all`` and the subset's own
-section), its series prepared in memory, and the statistical field's forecasts of their test
-parts (without torch: an edit of the model's code never refits ARIMA)."""
+section), its series prepared in memory, the statistical field's forecasts of their test
+parts (without torch: an edit of the model's code never refits ARIMA), and a stage's
+forecasts made twice, of its holdout and of the calibration cut, its intervals calibrated on
+the cut inside the stage (so the cut's forecasts are no output of their own)."""
 from __future__ import annotations
 
 import re
@@ -13,9 +15,10 @@ from ..data.store import Store
 from ..errors import ParamsError
 from ..forecasters.registry import baselines
 from ..forecasters.run import run
+from ..evaluation.calibration import calibrated_set
 from ..forecasters.saved import ForecastSet
 from .data import prepared
-from .forecasting import baselines_record, engine_of, parts, taus
+from .forecasting import baselines_record, check_data, engine_of, parts, taus
 
 __all__ = ["SUBSETS"]  # the competitions' subsets (config.load's), read by the stages
 
@@ -70,3 +73,33 @@ def statistical_field(p: Params, store: Store, season: int) -> ForecastSet:
                               ridge_alpha=e.ridge_alpha, features=False, engine=engine)
         return run(store, chosen, parts(p, store), taus(p),
                    baselines_record(p, store, season), season=season, progress="field")
+
+
+def combination_members(p: Params) -> set[str]:
+    """The forecasters a combination across stages joins (evaluate.combinations: model+comb):
+    their forecasts before calibration are kept for the leaderboard."""
+    return {m for c in p.evaluate.combinations for m in c.split("+")}
+
+
+def on_both_cuts(path: str | Path, subset: str, store_of, forecast, keep
+                 ) -> tuple[ForecastSet, Params, Store]:
+    """A stage's step: ``forecast(p, store, season)`` of the subset's holdout (the params
+    file's) and of its calibration cut (the horizon before the validation cut: nothing was
+    chosen on it), each on its own ``store_of(p, profile)``, then every quantile calibrated on
+    the cut (evaluation.calibration.calibrated_set); ``keep(p, fs)``: the forecasters the
+    stage reports. Returns the calibrated set, the holdout's params and its store."""
+    made = []
+    for holdout in (None, "calibration"):
+        p, prof = subset_params(path, subset, holdout=holdout)
+        store = store_of(p, prof)
+        season = check_data(p, store)
+        made.append((p, store, season, forecast(p, store, season)))
+    (p, store, season, fs), (_, cut_store, _, cut) = made
+    return calibrated_set(store, fs, cut_store, cut, season, keep(p, fs),
+                          combination_members(p)), p, store
+
+
+def reported(p: Params, fs: ForecastSet) -> list[str]:
+    """The field's forecasters the leaderboard shows: those evaluate.baselines names (a
+    combination's members it does not name, the M4 benchmarks of m4_comb, are left out)."""
+    return [n for n in fs.names() if n in p.evaluate.baselines]

@@ -1,7 +1,8 @@
 """The competition pipeline's leaderboard: every subset's forecasts (the model, the field, the
 zero-shot prior, their combinations) scored on the same series, their intervals calibrated on
-the subset's calibration cut (the *_cal stages' forecasts: a run that ends one horizon before
-the validation cut), then pooled the field's way: each subset's column and "all" as the mean
+the subset's calibration cut (each stage's own; a combination across stages here, from its
+members' forecasts of the cut: a run that ends one horizon before the validation cut), then
+pooled the field's way: each subset's column and "all" as the mean
 over all forecasts (the published figures' rule) beside the mean over series; MASE, OWA, WQL,
 MSIS and the intervals' coverage; the fev aggregate (the geometric mean over M3's yearly,
 quarterly and monthly tasks of each score relative to seasonal naive's); the sign test
@@ -15,47 +16,104 @@ from ..config.schema import Params
 from ..data.store import Store
 from ..evaluation import intervals as Q
 from ..evaluation import metrics as M
-from ..evaluation.calibration import CalibrationSet, calibration_of
-from ..evaluation.scoring import Evaluation
+from ..evaluation.calibration import (CUT, RAW, UNIT, CalibrationSet, intervals,
+                                      margins_record, scales)
+from ..evaluation.scoring import Evaluation, evaluate
 from ..forecasters.protocol import Forecast, central_intervals
-from ..forecasters.saved import ForecastSet
+from ..forecasters.saved import ForecastSet, merge
+from ..forecasters.simple import fallback_for
 from ..report.leaderboard import published  # noqa: F401  (the stage reads it here)
 from .forecasting import check_data
-from .evaluate import combined, score
 
 INTERVAL_KEYS = ("wql", "msis", "coverage_80", "coverage_95", "n_interval_fallback",
                  "intervals")
 FEV_TASKS = ("yearly", "quarterly", "monthly")    # M3's tasks in fev (other is not one)
 
 
-def evaluated(p: Params, store: Store, model: ForecastSet, field: ForecastSet,
-              calibration: CalibrationSet | None = None) -> Evaluation:
-    return score(p, store, model, field, check_data(p, store), calibration)
+def evaluated(p: Params, store: Store, sets: dict[str, ForecastSet], cut_store: Store,
+              unit_name: str = UNIT) -> Evaluation:
+    """One subset's scores: the stages' forecasts (``sets``: the model's first, then the
+    field's and the prior's), their quantiles as each stage calibrated them on the
+    calibration cut, and each combination across stages (evaluate.combinations, model+comb)
+    made from its members' forecasts before calibration and calibrated here the same way on
+    ``cut_store``, the subset's store of the cut."""
+    season = check_data(p, store)
+    fs = merge(*(_scored(x) for x in sets.values()))
+    how = {n: r for x in sets.values()
+           for n, r in x.record.get("intervals", {}).get("forecasters", {}).items()}
+    fallback = {n: c for x in sets.values() for n, c in x.record.get("interval_fallback",
+                                                                      {}).items()}
+    for name in p.evaluate.combinations:
+        fs.forecasts[name], how[name], n_fb = cross_combination(name, sets, store, cut_store,
+                                                                season, unit_name)
+        fallback[name] = n_fb
+    ev = evaluate(store, fs, noise_std=None, season=season)        # the quantiles as given
+    for name, rec in how.items():
+        if ev.metrics.get(name) is not None:
+            ev.metrics[name].update(intervals=rec["how"],
+                                    n_interval_fallback=fallback.get(name, 0))
+    ev.metrics["unavailable"] = next((x.record.get("unavailable") for x in sets.values()
+                                      if x.record.get("unavailable")), {})
+    return ev
 
 
-def calibration_cut(p: Params, store: Store, model: ForecastSet, field: ForecastSet,
-                    model_ids: np.ndarray) -> CalibrationSet:
-    """The calibration cut's forecasts (``store``: the field's store of the cut, one window a
-    series; ``model_ids``: the series of the model's store, in its order) as a calibration
-    set, over the series both hold (a series too short for the model's context there is
-    the field's alone), with every combination's forecast."""
-    keep = np.flatnonzero(np.isin(store.ids, model_ids))
-    at = {s: k for k, s in enumerate(model_ids)}
-    rows = np.array([at[s] for s in store.ids[keep]], dtype=np.int64)
-    ends = store.ends("test")
-    assert len(ends) == store.n_series, "a calibration cut has one window a series"
+def combinations_set(ev: Evaluation, p: Params) -> ForecastSet:
+    """The combinations across stages (evaluate.combinations) as the leaderboard scored them:
+    their forecasts and calibrated quantiles of the scored windows."""
+    return ForecastSet({"test": ev.ends},
+                       {n: {"test": Forecast(ev.forecasts[n], ev.quantiles.get(n))}
+                        for n in p.evaluate.combinations if ev.forecasts.get(n) is not None},
+                       ev.taus)
 
-    def take(fs: ForecastSet, idx: np.ndarray) -> ForecastSet:
-        def row(f: Forecast | None) -> Forecast | None:
-            return None if f is None else Forecast(
-                f.point[idx], None if f.quantiles is None else f.quantiles[idx],
-                failed=None if f.failed is None else f.failed[idx])
-        return ForecastSet({"test": ends[keep]},
-                           {n: {"test": row(f.get("test"))} for n, f in fs.forecasts.items()},
-                           fs.taus)
-    fs = combined(p, store, take(model, rows), take(field, keep), calibrating=True)
-    return calibration_of(fs, store, "test", f"the calibration cut of {len(keep)} series (the "
-                          "horizon before the validation cut)")
+
+def _scored(fs: ForecastSet) -> ForecastSet:
+    """A stage's set with its scored windows only (the test part, calibrated)."""
+    return ForecastSet({"test": fs.ends["test"]},
+                       {n: {"test": f.get("test")} for n, f in fs.forecasts.items()},
+                       fs.taus, list(fs.warnings), dict(fs.record))
+
+
+def cross_combination(name: str, sets: dict[str, ForecastSet], store: Store,
+                      cut_store: Store, season: int, unit_name: str = UNIT
+                      ) -> tuple[dict, dict, int]:
+    """A combination of forecasters of several stages (model+comb): the equal-weight mean of
+    its members' forecasts and quantiles before calibration, of the scored windows and of the
+    calibration cut (over the series every member forecast there), its quantiles calibrated
+    on the cut as each stage calibrates its own. Returns its parts, its intervals' record and
+    the series Naive2's spread stood in for."""
+    members = name.split("+")
+    owner = {m: next(x for x in sets.values() if m in x.forecasts) for m in members}
+    raw = [owner[m].forecasts[m][RAW] for m in members]
+    test = Forecast(np.mean([f.point for f in raw], axis=0),
+                    np.mean([f.quantiles for f in raw], axis=0),
+                    failed=np.any([f.failed for f in raw if f.failed is not None], axis=0)
+                    if any(f.failed is not None for f in raw) else None)
+    ids = [np.asarray(owner[m].record["cut_ids"]) for m in members]
+    common = [i for i in cut_store.ids if all(i in set(x) for x in ids)]
+    at = [{s: k for k, s in enumerate(x)} for x in ids]
+    cut = [owner[m].forecasts[m][CUT] for m in members]
+    rows = [np.array([a[i] for i in common], dtype=np.int64) for a in at]
+    failed = [c.failed[r] for c, r in zip(cut, rows) if c.failed is not None]
+    cut_fc = Forecast(np.mean([c.point[r] for c, r in zip(cut, rows)], axis=0),
+                      np.mean([c.quantiles[r] for c, r in zip(cut, rows)], axis=0),
+                      failed=np.any(failed, axis=0) if failed else None)
+    every = cut_store.ends("test")
+    ends = every[np.isin(cut_store.ids[cut_store.series_of(every)], common)]
+    unit = scales(cut_store, unit_name)
+    cal = CalibrationSet({name: cut_fc}, cut_store.targets(ends),
+                         unit[cut_store.series_of(ends)],
+                         f"the calibration cut of {len(common)} series (the horizon before the "
+                         "validation cut)", unit_name=unit_name)
+    e = next(iter(sets.values())).ends["test"]
+    sid = store.series_of(e)
+    taus = next(iter(sets.values())).taus
+    fb = fallback_for(season)
+    fb.fit(store)
+    iv = intervals({name: test}, taus, scales(store, unit_name)[sid], sid,
+                   fb.forecast(store, e, taus), cal)
+    rec = margins_record(iv, taus, cal)["forecasters"][name]
+    return ({"test": Forecast(test.point, iv.quantiles[name], failed=test.failed)}, rec,
+            iv.fallback.get(name, 0))
 
 
 def subset_scores(ev: Evaluation, names: list[str]) -> dict:

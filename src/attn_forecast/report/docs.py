@@ -293,6 +293,29 @@ def engines_agree(root: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def m3_quantiles(root: Path) -> str:
+    """bench/m3_intervals.py's committed result (bench/results/m3_intervals.json): on M3's
+    validation cuts, each unit and way of making the model's quantiles, the WQL and the 80 %
+    and 95 % coverage of the model, model+comb and Comb over all forecasts and per subset,
+    and what the rule chose."""
+    got = _read(root, "bench/results/m3_intervals.json")
+    subsets = got["subsets"]
+    head = ["WQL all"] + [f"cov. 80 / 95 {s}" for s in subsets] + ["cov. 80 / 95 all",
+                                                                    "sMAPE all"]
+    lines = ["| unit | model's quantiles | forecaster | " + " | ".join(head) + " |",
+             "|---|---|---|" + "---:|" * len(head)]
+    for unit, variants in got["units"].items():
+        for variant, rows in variants.items():
+            for name, r in rows.items():
+                cov = [f"{100 * r[s]['coverage_80']:.1f} / {100 * r[s]['coverage_95']:.1f}"
+                       for s in subsets + ["all"]]
+                lines.append(f"| {unit} | {variant} | {name} | {r['all']['wql']:.4f} | "
+                             + " | ".join(cov) + f" | {r['all']['smape']:.2f} |")
+    chose = f"the unit **{got['unit']}**" + (
+        f", the model's quantiles **{got['model']}**" if got.get("model") else "")
+    return "\n".join(lines) + f"\n\nThe rule chose {chose}. `{got['command']}`\n"
+
+
 def _bold(n: str) -> str:
     return f"**{n}**" if n in BOLD else n
 
@@ -305,7 +328,8 @@ BLOCKS: dict[str, Callable[[Path], str]] = {"m3-points": m3_points,
                                             "seed-spread": seed_spread,
                                             "field-scale": field_scale,
                                             "field-scale-targets": field_scale_targets,
-                                            "engines-agree": engines_agree}
+                                            "engines-agree": engines_agree,
+                                            "m3-quantiles": m3_quantiles}
 
 
 def refreshed(text: str, root: Path) -> str:
