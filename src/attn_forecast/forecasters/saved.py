@@ -33,8 +33,9 @@ class ForecastSet:
 def save(path: str | Path, fs: ForecastSet, compressed: bool = False,
          compact: bool = False) -> None:
     """One npz without pickles (``compressed``: deflated; ``compact``: as committed to git,
-    :func:`pack`: float32, each quantile as its distance from the median, byte planes
-    compressed with LZMA; what :func:`load` reads back is what is scored)."""
+    :func:`pack`: float32, each quantile as its distance from the median kept to 1 part in
+    2,048, byte planes compressed with LZMA; what :func:`load` reads back is what is
+    scored)."""
     arrays = {f"ends:{p}": e for p, e in fs.ends.items()}
     for name, parts in fs.forecasts.items():
         for part, fc in parts.items():
@@ -83,10 +84,23 @@ def _from_planes(b: np.ndarray, shape: tuple) -> np.ndarray:
     return np.ascontiguousarray(b.reshape(4, -1).T).view(np.float32).reshape(shape)
 
 
+SPREAD_BITS = 12   # mantissa bits of a quantile's distance from its median left out (of 23)
+
+
+def _coarse(d: np.ndarray) -> np.ndarray:
+    """Distances from the median (float32) with their last :data:`SPREAD_BITS` mantissa bits
+    cleared: each to 1 part in 2,048 of itself, toward zero, so nested bounds stay nested
+    (the cut is monotone) and LZMA packs the cleared bits to nothing (on M3 monthly's field:
+    6.0 MB for 10.0)."""
+    mask = np.uint32((0xFFFFFFFF << SPREAD_BITS) & 0xFFFFFFFF)
+    return (np.ascontiguousarray(d, dtype=np.float32).view(np.uint32) & mask).view(np.float32)
+
+
 def pack(arrays: dict[str, np.ndarray], taus) -> dict[str, np.ndarray]:
     """The float arrays of a forecast set as one LZMA-compressed uint8 array (``packed``),
-    each float32, quantiles as the median and each level's distance from it, byte planes
-    side by side; ``layout`` says where each lies (JSON). The rest stays as it is."""
+    each float32, quantiles as the median and each level's distance from it (to 1 part in
+    2,048: :func:`_coarse`), byte planes side by side; ``layout`` says where each lies
+    (JSON). The rest stays as it is."""
     import lzma
     mid = list(taus).index(0.5) if 0.5 in taus else None
     out, chunks, layout, at = {}, [], [], 0
@@ -96,8 +110,8 @@ def pack(arrays: dict[str, np.ndarray], taus) -> dict[str, np.ndarray]:
             continue
         if key.startswith("quantiles:") and mid is not None:
             q = np.asarray(a, dtype=np.float32)
-            a = np.concatenate([q[..., mid:mid + 1], np.delete(q, mid, axis=-1)
-                                - q[..., mid:mid + 1]], axis=-1)
+            a = np.concatenate([q[..., mid:mid + 1], _coarse(np.delete(q, mid, axis=-1)
+                                                             - q[..., mid:mid + 1])], axis=-1)
         b = _planes(a)
         chunks.append(b)
         layout.append([key, list(a.shape), at, len(b)])
