@@ -81,7 +81,9 @@ CASES = [
          # a blank line is an empty cell of a one-column file, not a line to skip
          csv="value\n" + "".join("\n" if i == 4 else f"{i % 5}.5\n" for i in range(40))),
     Case("csv-too-few-rows", "prepare", CSV,
-         ["too short", "11 values", "window 16", "need at least 29 values", "prepare.window"],
+         # no calendar, season 0: the auto horizon is 8 (M3's other)
+         ["too short", "11 values", "window 16", "horizon 8", "need at least 153 values",
+          "prepare.window"],
          csv=_csv_rows(11), pre=["generate"]),
     Case("csv-monthly-gap", "generate", {**CSV, "data.csv_time_column": "month"},
          ["not regular", "2020-05-01", "2020-11-01", "5 step(s) of one month missing",

@@ -39,21 +39,22 @@ def test_ohlcv_features_run_as_an_experiment_and_forecast(project_factory, tmp_p
     assert metrics["ridge_features"]["rmse"] > 0      # ridge on the same features, beside
     assert "ridge_features" in pd.read_csv(proj.path / "reports/predictions.csv").columns
 
-    # the forecast command reads the same columns from the file and forecasts one step
+    # the forecast command reads the same columns from the file and forecasts the horizon
+    H = meta["horizon"]
     fc = tmp_path / "fc.csv"
     res = proj.run(["python", "-m", "attn_forecast.cli", "forecast", "--model", "models/model.pt",
                     "--csv", CSV, "--out", str(fc)], timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     got = pd.read_csv(fc)
-    assert list(got["time"]) == [pd.bdate_range(bars["date"].iloc[-1], periods=2)[1]
-                                 .strftime("%Y-%m-%d")]
+    assert list(got["time"]) == list(pd.bdate_range(bars["date"].iloc[-1], periods=H + 1)[1:]
+                                     .strftime("%Y-%m-%d"))
     last = bars["close"].iloc[-1]
     assert 0.8 * last < got["forecast"].iloc[0] < 1.2 * last
     # past the horizon the features' future is unknown: one line, no file
     res = proj.run(["python", "-m", "attn_forecast.cli", "forecast", "--model", "models/model.pt",
-                    "--csv", CSV, "--steps", "3", "--out", str(tmp_path / "no.csv")])
+                    "--csv", CSV, "--steps", str(H + 2), "--out", str(tmp_path / "no.csv")])
     assert res.returncode == 2 and res.stderr.strip().splitlines() == [
-        "error: --steps must be <= 1 (the model's horizon) for a model with feature columns "
+        f"error: --steps must be <= {H} (the model's horizon) for a model with feature columns "
         "(open, high, low, volume): their future values are not known, so it cannot feed "
         "forecasts back in"], res.stderr
     assert not (tmp_path / "no.csv").exists()

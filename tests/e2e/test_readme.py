@@ -43,7 +43,9 @@ def test_every_readme_command_works_as_written(project_factory):
     fc = pd.read_csv(proj.path / "forecast.csv")
     levels = ["q2.5", "q10", "q20", "q30", "q40", "q60", "q70", "q80", "q90", "q97.5"]  # q50:
     #                                                  the forecast column
-    assert list(fc.columns) == ["step", "time", "forecast", *levels] and len(fc) == 20
+    # the model's horizon (the sine's: the lecture's one step), its quantiles calibrated
+    assert list(fc.columns) == ["step", "time", "forecast", *levels, "calibrated"]
+    assert len(fc) == 1 and fc["calibrated"].all()
     q = fc[levels].to_numpy()                          # every step's quantiles, none crossing
     assert np.isfinite(q).all() and (np.diff(q, axis=1) >= 0).all()
     assert fc["time"].iloc[0] == 100                   # the tiny series has 100 points

@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     iv = read_beside(args.intervals, args.model, "intervals.json", "--intervals")
     taus = tuple(iv["levels"]) if iv and iv.get("levels") else tuple(model.settings.quantiles)
     lags = (iv or {}).get("lags") or {}
+    unseen_lag = max(int((iv or {}).get("season", 0) or 0), 1)   # an id the run never saw
     for a, b in zip(bounds[:-1], bounds[1:]):
         sid, levels = str(ids[a]), frame["value"].to_numpy()[a:b]
         feats = frame[[FEATURE_PREFIX + f for f in meta["features"]]].to_numpy()[a:b] \
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
                                            frame["t"].to_numpy()[a:b], feats, fs)
             values, quant, how, used = _with_intervals(model, meta["horizon"], values, head,
                                                        blend, iv, sid, levels, args.steps,
-                                                       lags.get(sid, 1))
+                                                       lags.get(sid, unseen_lag))
             if used:
                 blend_lines.append(used)
         except UserInputError as err:   # one id that cannot be forecast: the others still are

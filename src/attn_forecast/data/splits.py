@@ -137,22 +137,32 @@ def usable(cuts: Cuts, window: int, horizon: int, off: int, parts: tuple[str, ..
 
 
 def longest_horizon(cuts: Cuts, window: int, most: int, off: int, parts: tuple[str, ...],
-                    context: int = 0) -> tuple[int, tuple[int, str] | None]:
+                    context: int = 0) -> tuple[int, tuple[int | None, str] | None]:
     """The longest horizon up to ``most`` at which every series with a window in each of
     ``parts`` at horizon 1 still has one (a longer horizon needs longer parts: a window
-    belongs to the part holding all its targets), and what a horizon one step longer would
-    lose: (the first series, the part), None where ``most`` fits."""
+    belongs to the part holding all its targets) and one of them still has a training
+    window (prepare's condition, build.usable), and what a horizon one step longer would
+    lose: (the first series, the part), (None, "train") where only the training windows
+    run out, None where ``most`` fits."""
     base = usable(cuts, window, 1, off, parts, context)
-    for h in range(most, 0, -1):
+
+    def fits(h):
         ok = usable(cuts, window, h, off, parts, context)
-        if not (base & ~ok).any():
-            if h == most:
-                return h, None
-            lost = base & ~usable(cuts, window, h + 1, off, parts, context)
-            i = int(np.flatnonzero(lost)[0])
-            part = next(q for q in parts
-                        if counts(cuts.take([i]), q, window, h + 1, off, context)[0] < 1)
-            return h, (i, part)
+        return ok, not (base & ~ok).any() and \
+            bool((ok & usable(cuts, window, h, off, ("train",), context)).any())
+
+    for h in range(most, 0, -1):
+        if not fits(h)[1]:
+            continue
+        if h == most:
+            return h, None
+        lost = base & ~fits(h + 1)[0]
+        if not lost.any():
+            return h, (None, "train")
+        i = int(np.flatnonzero(lost)[0])
+        part = next(q for q in parts
+                    if counts(cuts.take([i]), q, window, h + 1, off, context)[0] < 1)
+        return h, (i, part)
     return 1, None
 
 

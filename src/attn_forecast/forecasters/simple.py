@@ -155,11 +155,15 @@ class Mean:
         mean, count = np.empty(len(ends)), np.empty(len(ends))
         for i in np.unique(sid):          # each series' own running sums: no other's values
             r = sid == i
-            a = int(store.offsets[i] + store.cuts.train_start[i])
-            run = np.r_[0.0, np.cumsum(np.asarray(store.levels[a:int(ends[r].max())],
+            s0 = int(store.offsets[i])
+            a = s0 + int(store.cuts.train_start[i])
+            run = np.r_[0.0, np.cumsum(np.asarray(store.levels[s0:int(ends[r].max())],
                                                   dtype=np.float64))]
-            count[r] = np.maximum(ends[r] - a, 1)
-            mean[r] = run[ends[r] - a] / count[r]
+            # from the training part's start; an origin at (or before) it averages the
+            # values before it from the series' start (never an empty mean)
+            lo = np.where(ends[r] > a, a, s0)
+            count[r] = ends[r] - lo
+            mean[r] = (run[ends[r] - s0] - run[lo - s0]) / count[r]
         point = np.repeat(mean[:, None], store.horizon, axis=1)
         if not taus:
             return Forecast(point)

@@ -130,8 +130,10 @@ def frequency_horizon(p: Params, raw: Raw, season: int, window: int) -> dict:
     parts = ("test",) + tuple(q for q in ("val", "cal") if fr[q] > 0) \
         + (("blend",) if fr["blend"] and pp.val_frac > 0 else ())
     b = p.backtest                 # a backtest fold must hold a window of its own
-    fold = (b.fold_size or int(np.min((cuts.test_end - cuts.test_start) // b.folds))) \
-        if b.folds else most
+    kept = splits.usable(cuts, window, 1, transforms.offset(pp.transform), parts,
+                         pp.min_context)          # the series prepare keeps
+    tests = (cuts.test_end - cuts.test_start)[kept if kept.any() else slice(None)]
+    fold = (b.fold_size or int(np.min(tests // b.folds))) if b.folds else most
     h, lost = splits.longest_horizon(cuts, window, min(most, max(fold, 1)),
                                      transforms.offset(pp.transform), parts, pp.min_context)
     if lost is None and h == most:
@@ -141,6 +143,11 @@ def frequency_horizon(p: Params, raw: Raw, season: int, window: int) -> dict:
             f"{why}, shortened: each of the {b.folds} backtest folds holds {fold} test "
             "targets; fewer backtest.folds or a set prepare.horizon allow a longer one")}
     i, part = lost
+    if i is None:
+        return {"horizon": h, "frequency": most, "reason": (
+            f"{why}, shortened: at {h + 1} steps no series holds a window of its training "
+            "part; more values, smaller prepare fractions or a set prepare.horizon allow a "
+            "longer one")}
     n = int(raw.offsets[i + 1] - raw.offsets[i])
     name = f"series '{raw.ids[i]}' ({n} values) holds" if len(raw.ids) > 1 else \
         f"the {n} values hold"
@@ -151,7 +158,7 @@ def frequency_horizon(p: Params, raw: Raw, season: int, window: int) -> dict:
         "longer one"), "frequency": most}
 
 
-PART_NAMES = {"test": "test part", "val": "validation part", "cal": "calibration part",
+PART_NAMES = {"train": "training part", "test": "test part", "val": "validation part", "cal": "calibration part",
               "blend": "blend part (the validation part's second half)"}
 
 

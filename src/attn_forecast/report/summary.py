@@ -7,7 +7,8 @@ from ..evaluation.significance import sentence
 from ..forecasters.names import to_use
 
 META_KEYS = ("n_test", "n_series", "n_dropped", "significance", "model_seeds", "n_folds",
-             "unavailable", "sign_test", "model_run", "significance_blend", "blend_weights")
+             "unavailable", "sign_test", "model_run", "significance_blend", "blend_weights",
+             "by_step")
 ONE = ("rmse", "mae", "mase", "r2", "directional_accuracy", "skill_vs_naive", "signal_rmse")
 MANY = ("mase_mean", "mase_median", "rmse_mean", "rmse_median", "smape_mean", "beats_naive")
 

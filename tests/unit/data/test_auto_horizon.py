@@ -286,3 +286,29 @@ def test_a_csv_series_scale_lag_is_the_season_prepare_chose():
     np.testing.assert_array_equal(prepare(p, monthly, prof).lags(), [12])
     p5, prof5 = _params(evaluate={"season": 5})
     np.testing.assert_array_equal(prepare(p5, daily, prof5).lags(), [5])
+
+
+def test_a_horizon_no_training_part_holds_is_shortened_to_the_one_it_holds():
+    """100 values, test 0.4, val 0.2, cal 0.2: train [0, 20), val [20, 40), cal [40, 60),
+    test [60, 100). Each scored part holds a window of 20 steps, but with a window of 10 the
+    training part holds one of 10 at most (inputs [0, 10), targets [10, 20)); prepare needs
+    a series with a training window, so 11 steps lose the training part."""
+    c = splits.cut(np.array([100]), 0.4, 0.2, 0.2)
+    assert [c.bounds(p) for p in ("train", "val", "cal", "test")] == \
+        [(0, 20), (20, 40), (40, 60), (60, 100)]
+    assert splits.usable(c, 10, 18, 0, PARTS).all()
+    assert splits.longest_horizon(c, 10, 18, 0, PARTS) == (10, (None, "train"))
+    np.testing.assert_array_equal(splits.counts(c, "train", 10, 10, 0), [1])
+    np.testing.assert_array_equal(splits.counts(c, "train", 10, 11, 0), [0])
+
+
+def test_the_backtest_folds_count_only_the_series_prepare_keeps():
+    """144 months and 20: with a window of 24 the short series holds no window at all
+    (prepare leaves it out), so its 4 test targets do not cut the 5 folds down to one
+    step; the long one's 29 // 5 = 5 set the horizon."""
+    raw = _raw([_months("1949-01", 144), _months("1949-01", 20)],
+               [_airline_like(), _airline_like(20)], ids=("long", "short"))
+    p, prof = _params(backtest={"folds": 5})
+    got = frequency_horizon(p, raw, 12, 24)
+    assert got["horizon"] == 5, got
+    assert "5 backtest folds holds 5" in got["reason"]

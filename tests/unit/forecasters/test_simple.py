@@ -77,3 +77,20 @@ def test_mean_is_each_series_mean_of_every_value_before_the_origin():
     sid = s.series_of(ends)
     want = [(a if i == 0 else b)[:e - s.offsets[i]].mean() for i, e in zip(sid, ends)]
     np.testing.assert_allclose(got, np.repeat(np.array(want)[:, None], 2, axis=1), rtol=1e-12)
+
+
+def test_the_mean_at_an_origin_on_the_training_parts_start_averages_what_came_before():
+    """A rolling backtest's training part can start inside a series; an origin at (or
+    before) its start has no training values to average, so the mean reads the values
+    before it from the series' start, never an empty sum's 0."""
+    import dataclasses
+    v = _series(60, seed=4, level=50)
+    s = _store([v], window=4, horizon=2, test=0.25)
+    object.__setattr__(s, "cuts", dataclasses.replace(s.cuts, train_start=np.array([10])))
+    f = Mean()
+    f.fit(s)
+    ends = np.array([8, 10, 11, 20])
+    got = f.forecast(s, ends).point[:, 0]
+    np.testing.assert_allclose(got, [v[:8].mean(), v[:10].mean(), v[10:11].mean(),
+                                     v[10:20].mean()], rtol=1e-12)
+    assert (got > 0).all()

@@ -356,3 +356,11 @@ def test_overview_baseline_scores_sit_under_the_axes_not_in_a_legend_title(tmp_p
     lines = texts[0].splitlines()
     assert len(lines) == 3 and all(ln.count(",") <= 2 for ln in lines)   # 3 a line at most
     assert "zeroshot 0.25" in texts[0]                                    # never cut
+
+
+def test_the_scores_per_step_are_no_forecaster_row_of_the_summary():
+    metrics = {"model": _row(), "naive": _row(rmse=0.2), "n_test": 12,
+               "by_step": {"model": {"mase": [0.5, 0.7]}, "naive": {"mase": [0.9, 1.1]}}}
+    md = summary_markdown(metrics, settings_rows(Params(), metrics))
+    names = [ln.split("|")[1].strip() for ln in md.splitlines() if ln.startswith("| ")]
+    assert "by_step" not in names and "**model**" in names and "naive" in names
