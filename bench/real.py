@@ -53,7 +53,8 @@ import pandas as pd
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, run_pipeline, with_overrides  # noqa: E402
+from common import ROOT, commit, run_pipeline, with_overrides  # noqa: E402
+from attn_forecast.report.docs import quantile_verdicts  # noqa: E402
 
 STAGES = ("generate", "prepare", "baselines", "train", "evaluate", "backtest_train")
 STATS = ("seasonal_naive", "ridge", "ets", "theta", "arima")
@@ -260,38 +261,6 @@ def blend_verdicts(rows: list[dict], who: str = "blend") -> list[str]:
     return lines
 
 
-def quantile_verdicts(rows: list[dict], who: str = "blend") -> list[str]:
-    """The horizon issue's targets for ``who`` at each series' auto horizon: its MASE and WQL
-    (means over the folds) averaged over the series at or below the best single statistical
-    forecaster's (the one with the lowest such mean), its 80 % and 95 % coverage within 4
-    points averaged over the series and within 10 points on every one."""
-    have = [r for r in rows if r.get(f"{who}_quantiles")]
-    if not have:
-        return []
-    stats = [f for f in STATS if all(r.get(f"{f}_quantiles") for r in have)]
-    lines = ["- horizons: " + ", ".join(f"{r['series']} {r['horizon']}" for r in have)]
-    for metric in ("mase", "wql"):
-        mean = {f: float(np.mean([r[f"{f}_quantiles"][metric] for r in have]))
-                for f in (who, *stats)}
-        best = min(stats, key=lambda f: mean[f])
-        lines.append(f"- {who}'s {metric.upper()} averaged over the {len(have)} series "
-                     f"{mean[who]:.4f}, the best statistical forecaster's ({best}) "
-                     f"{mean[best]:.4f} (target: at or below: "
-                     f"{'met' if mean[who] <= mean[best] else 'missed'})")
-    for pct in (80, 95):
-        cov = [r[f"{who}_quantiles"][f"coverage_{pct}"] for r in have]
-        far = [r["series"] for r, c in zip(have, cov) if abs(c - pct / 100) > 0.10]
-        lines.append(f"- {who}'s {pct} % coverage averaged over the series "
-                     f"{100 * np.mean(cov):.1f} (target: within 4 points: "
-                     f"{'met' if abs(np.mean(cov) - pct / 100) <= 0.04 else 'missed'}); "
-                     f"{len(have) - len(far)} of {len(have)} series within 10 points"
-                     + (f" (not: {', '.join(far)})" if far else ""))
-    lines.append("- per series, coverage 80 / 95: " + ", ".join(
-        f"{r['series']} {100 * r[f'{who}_quantiles']['coverage_80']:.0f} / "
-        f"{100 * r[f'{who}_quantiles']['coverage_95']:.0f}" for r in have))
-    return lines
-
-
 def table(rows: list[dict]) -> str:
     shown = [f for f in FORECASTERS if any(r.get(f) for r in rows)]
     head = "| series | season, window | " + " | ".join(shown) + " | s |"
@@ -343,7 +312,7 @@ def main() -> None:
     print("RMSE (MASE) over the backtest's folds; the best of each row in bold\n")
     print(table(rows))
     print("\nthe forecast to use at each series' auto horizon (issue 50's targets):\n")
-    print("\n".join(quantile_verdicts(rows, "blend")))
+    print("\n".join(quantile_verdicts(rows, "blend", STATS)))
     for who in ("blend", *VARIANTS):
         if any(r.get(who) for r in rows):
             print()
@@ -375,9 +344,11 @@ def main() -> None:
             print(f"- {who}: median MASE over these {len(mase)} series "
                   f"{statistics.median(mase):.3f}")
     print(f"\nwhole benchmark: {sum(r['seconds'] for r in rows) / 60:.1f} min")
-    if args.json:
-        args.json.write_text(json.dumps([{k: v for k, v in r.items() if k != "log"}
-                                         for r in rows], indent=1))
+    if args.json:      # bench/README.md's "real-quantiles" block reads it (make docs)
+        args.json.write_text(json.dumps({
+            "command": "python bench/real.py " + " ".join(sys.argv[1:]),
+            "date": time.strftime("%Y-%m-%d"), "commit": commit(), "stats": list(STATS),
+            "rows": [{k: v for k, v in r.items() if k != "log"} for r in rows]}, indent=1))
 
 
 if __name__ == "__main__":

@@ -206,3 +206,27 @@ def folds(base: Cuts, k: int, *, fold_size: int, train_size: int, gap: int, val_
         out.append(Cuts(start, val, cal, origin, origin + size, gap=gap,
                         blend_start=val + (cal - val) // 2 if blend else None))
     return out
+
+
+def fold_cuts(base: Cuts, lengths: np.ndarray, k: int, *, fold_size: int,
+              train_size: int, gap: int, val_frac: float, cal_frac: float, horizon: int
+              ) -> list[Cuts]:
+    """The ``k`` folds' cuts of series of ``lengths`` cut as ``base`` (folds: each
+    fold's validation and calibration parts as long as the shares of the whole series)."""
+    n = np.asarray(lengths)
+    return folds(base, k, fold_size=fold_size, train_size=train_size, gap=gap,
+                        val_size=cut_at(n, val_frac), cal_size=cut_at(n, cal_frac),
+                        horizon=horizon,
+                        blend=bool((base.blend_start != base.cal_start).any()))
+
+
+def fold_short(cuts: list[Cuts], window: int, horizon: int, off: int, wanted: tuple,
+               context: int = 0) -> tuple[int, dict] | None:
+    """The first fold (1-based) with no window in a part of ``wanted``, and every part's
+    window count there; None where every fold holds one in each."""
+    for j, c in enumerate(cuts, 1):
+        got = {part: int(counts(c, part, window, horizon, off, context).sum())
+               for part in PARTS}
+        if any(got[part] < 1 for part in wanted):
+            return j, got
+    return None

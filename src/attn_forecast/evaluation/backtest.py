@@ -33,19 +33,16 @@ def folds(store, k: int, *, fold_size: int, train_size: int, gap: int, val_frac:
           cal_frac: float, wanted: tuple) -> list[splits.Cuts]:
     """``k`` folds of the store's series (splits.folds), each with windows in every part of
     ``wanted``."""
-    n = store.lengths
-    cuts = splits.folds(store.cuts, k, fold_size=fold_size, train_size=train_size, gap=gap,
-                        val_size=splits.cut_at(n, val_frac), cal_size=splits.cut_at(n, cal_frac),
-                        horizon=store.horizon,
-                        blend=bool((store.cuts.blend_start != store.cuts.cal_start).any()))
-    for j, c in enumerate(cuts, 1):
-        got = {part: int(splits.counts(c, part, store.window, store.horizon,
-                                       store.offset).sum()) for part in splits.PARTS}
-        if any(got[part] < 1 for part in wanted):
-            raise SettingError(
-                f"backtest fold {j} of {len(cuts)} has " + ", ".join(
-                    f"{v} {part}" for part, v in got.items()) + " windows; use fewer "
-                "<folds>, a smaller <gap> or <window>, or a longer series")
+    cuts = splits.fold_cuts(store.cuts, store.lengths, k, fold_size=fold_size,
+                            train_size=train_size, gap=gap, val_frac=val_frac,
+                            cal_frac=cal_frac, horizon=store.horizon)
+    short = splits.fold_short(cuts, store.window, store.horizon, store.offset, wanted)
+    if short:
+        j, got = short
+        raise SettingError(
+            f"backtest fold {j} of {len(cuts)} has " + ", ".join(
+                f"{v} {part}" for part, v in got.items()) + " windows; use fewer "
+            "<folds>, a smaller <gap> or <window>, or a longer series")
     return cuts
 
 

@@ -18,7 +18,7 @@ from ..data.csv import read_table
 from ..data.frequency import Step, check_frame_regular, horizon_for, step_of
 from ..data.long_table import Raw, raw_of
 from ..data.store import Store
-from ..errors import ParamsError
+from ..errors import ParamsError, SettingError
 from .forecasting import check_data, check_norm
 
 
@@ -117,8 +117,58 @@ def horizon_of(p: Params, raw: Raw) -> int | None:
 def frequency_horizon(p: Params, raw: Raw, season: int, window: int) -> dict:
     """An auto horizon of real data: its frequency's (M4's and GIFT-Eval's,
     frequency.horizon_for, read off the longest series' times), shortened where a series
-    that holds a window in every part at horizon 1 would hold none in one of them; the
-    horizon and its reason, as prepare records what auto chose."""
+    that holds a window in every part at horizon 1 would hold none in one of them, and
+    where a backtest fold would hold none in one of its parts; the horizon and its reason,
+    as prepare records what auto chose."""
+    got = part_horizon(p, raw, season, window)
+    if not p.backtest.folds:
+        return got
+    return fold_horizon(p, raw, window, got)
+
+
+def fold_horizon(p: Params, raw: Raw, window: int, got: dict) -> dict:
+    """``got`` (part_horizon's) shortened until every backtest fold holds a window in each
+    part the backtest trains and scores on (its parts are as long as the whole series'
+    shares, so one can be a step shorter than the series' own: evaluation.backtest.folds)."""
+    pp, b = p.prepare, p.backtest
+    fr, off = fracs(p), transforms.offset(pp.transform)
+    blend = fr["blend"] and pp.val_frac > 0
+    n = np.diff(raw.offsets)
+    cuts = splits.cut(n, pp.test_frac, pp.val_frac, pp.cal_frac, blend=blend)
+    parts = ("test",) + tuple(q for q in ("val", "cal") if fr[q] > 0) \
+        + (("blend",) if blend else ())
+    kept = np.flatnonzero(splits.usable(cuts, window, 1, off, parts, pp.min_context))
+    if not len(kept):
+        return got
+    wanted = ("train", "test") + (("val",) if pp.val_frac else ()) \
+        + (("blend",) if pp.val_frac and p.evaluate.blend else ()) \
+        + (("cal",) if pp.cal_frac else ())
+
+    def short(h):
+        try:
+            fc = splits.fold_cuts(cuts.take(kept), n[kept], b.folds, fold_size=b.fold_size,
+                           train_size=b.train_size, gap=b.gap, val_frac=pp.val_frac,
+                           cal_frac=pp.cal_frac, horizon=h)
+        except SettingError:          # the folds cannot hold h targets: as short
+            return 0, "test"
+        found = splits.fold_short(fc, window, h, off, wanted)
+        return found and (found[0], next(q for q in wanted if found[1][q] < 1))
+    h = got["horizon"]
+    while h > 1 and short(h):
+        h -= 1
+    if h == got["horizon"]:
+        return got
+    j, part = short(h + 1)
+    fold = f"backtest fold {j} of {b.folds}" if j else f"each of the {b.folds} backtest folds"
+    return {"horizon": h, "frequency": got.get("frequency", got["horizon"]), "reason": (
+        f"{got['reason']}; at {h + 1} steps {fold} holds no window of its "
+        f"{PART_NAMES[part]}; fewer backtest.folds or a set prepare.horizon allow a longer "
+        "one")}
+
+
+def part_horizon(p: Params, raw: Raw, season: int, window: int) -> dict:
+    """The frequency's horizon shortened where the series' own parts (and the backtest
+    folds' test targets) cannot hold it (frequency_horizon)."""
     longest = int(np.argmax(np.diff(raw.offsets)))
     t = raw.t[raw.offsets[longest]:raw.offsets[longest + 1]]
     step = step_of(t) if len(t) > 1 else Step("numbers", 1.0, "1")
@@ -158,8 +208,8 @@ def frequency_horizon(p: Params, raw: Raw, season: int, window: int) -> dict:
         "longer one"), "frequency": most}
 
 
-PART_NAMES = {"train": "training part", "test": "test part", "val": "validation part", "cal": "calibration part",
-              "blend": "blend part (the validation part's second half)"}
+PART_NAMES = {"train": "training part", "test": "test part", "val": "validation part",
+              "cal": "calibration part", "blend": "blend part (the validation part's second half)"}
 
 
 def fit_norm(p: Params, season: int, window: int, profile: dict, auto_keys) -> dict:

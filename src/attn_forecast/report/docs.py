@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from statistics import fmean
 
 from .leaderboard import (ALL, BOLD, _cell, _published_aggregate, published, sign_lines,
                           targets)
@@ -316,6 +317,59 @@ def m3_quantiles(root: Path) -> str:
     return "\n".join(lines) + f"\n\nThe rule chose {chose}. `{got['command']}`\n"
 
 
+def quantile_verdicts(rows: list[dict], who: str, stats_named) -> list[str]:
+    """The horizon issue's targets for ``who`` on bench/real.py's rows (each series at its
+    auto horizon): its MASE and WQL (means over the folds) averaged over the series at or
+    below the best single statistical forecaster's of ``stats_named`` (the one with the
+    lowest such mean), its 80 % and 95 % coverage within 4 points averaged over the series
+    and within 10 points on every one."""
+    have = [r for r in rows if r.get(f"{who}_quantiles")]
+    if not have:
+        return []
+    stats = [f for f in stats_named if all(r.get(f"{f}_quantiles") for r in have)]
+    lines = ["- horizons: " + ", ".join(f"{r['series']} {r['horizon']}" for r in have)]
+    for metric in ("mase", "wql"):
+        mean = {f: fmean(r[f"{f}_quantiles"][metric] for r in have) for f in (who, *stats)}
+        best = min(stats, key=lambda f: mean[f])
+        lines.append(f"- {who}'s {metric.upper()} averaged over the {len(have)} series "
+                     f"{mean[who]:.4f}, the best statistical forecaster's ({best}) "
+                     f"{mean[best]:.4f} (target: at or below: "
+                     f"{'met' if mean[who] <= mean[best] else 'missed'})")
+    for pct in (80, 95):
+        cov = [r[f"{who}_quantiles"][f"coverage_{pct}"] for r in have]
+        far = [r["series"] for r, c in zip(have, cov) if abs(c - pct / 100) > 0.10]
+        lines.append(f"- {who}'s {pct} % coverage averaged over the series "
+                     f"{100 * fmean(cov):.1f} (target: within 4 points: "
+                     f"{'met' if abs(fmean(cov) - pct / 100) <= 0.04 else 'missed'}); "
+                     f"{len(have) - len(far)} of {len(have)} series within 10 points"
+                     + (f" (not: {', '.join(far)})" if far else ""))
+    lines.append("- per series, coverage 80 / 95: " + ", ".join(
+        f"{r['series']} {100 * r[f'{who}_quantiles']['coverage_80']:.0f} / "
+        f"{100 * r[f'{who}_quantiles']['coverage_95']:.0f}" for r in have))
+    return lines
+
+
+def real_quantiles(root: Path) -> str:
+    """bench/real.py's committed rows (bench/results/real.json): each series at its auto
+    horizon, the blend's and each statistical forecaster's MASE, WQL and 80 % / 95 %
+    coverage (means over the backtest's folds), then the issue's verdicts."""
+    got = _read(root, "bench/results/real.json")
+    rows, stats = got["rows"], got["stats"]
+    shown = ["blend"] + [f for f in stats if any(r.get(f"{f}_quantiles") for r in rows)]
+    lines = ["| series | h | " + " | ".join(shown) + " |", "|---|---:|" + "---:|" * len(shown)]
+    for r in rows:
+        cells = []
+        for f in shown:
+            q = r.get(f"{f}_quantiles")
+            cells.append("n/a" if not q else
+                         f"{q['mase']:.3f} / {q['wql']:.4f} / {100 * q['coverage_80']:.0f} / "
+                         f"{100 * q['coverage_95']:.0f}")
+        lines.append(f"| {r['series']} | {r.get('horizon', '-')} | " + " | ".join(cells) + " |")
+    return ("Each cell: MASE / WQL / 80 % coverage / 95 % coverage, means over the folds.\n\n"
+            + "\n".join(lines) + "\n\n" + "\n".join(quantile_verdicts(rows, "blend", stats))
+            + f"\n\n`{got['command']}` ({got['date']}, {got['commit']})\n")
+
+
 def _bold(n: str) -> str:
     return f"**{n}**" if n in BOLD else n
 
@@ -329,7 +383,8 @@ BLOCKS: dict[str, Callable[[Path], str]] = {"m3-points": m3_points,
                                             "field-scale": field_scale,
                                             "field-scale-targets": field_scale_targets,
                                             "engines-agree": engines_agree,
-                                            "m3-quantiles": m3_quantiles}
+                                            "m3-quantiles": m3_quantiles,
+                                            "real-quantiles": real_quantiles}
 
 
 def refreshed(text: str, root: Path) -> str:

@@ -312,3 +312,27 @@ def test_the_backtest_folds_count_only_the_series_prepare_keeps():
     got = frequency_horizon(p, raw, 12, 24)
     assert got["horizon"] == 5, got
     assert "5 backtest folds holds 5" in got["reason"]
+
+
+def test_a_backtest_fold_whose_validation_part_is_a_step_short_shortens_the_horizon():
+    """176 months: the series' validation part [105, 114) holds 9 values in its first half,
+    but a backtest fold's is as long as 10 % of the whole series, rounded down on its own
+    (17, its first half 8), so at 9 steps fold 1 of 3 holds no validation window: the
+    horizon is 8, and the backtest that prepare's store then cuts holds every part."""
+    from attn_forecast.evaluation.backtest import folds
+    from attn_forecast.pipeline.data import part_horizon
+    raw = _raw([_months("1949-01", 176)], [_airline_like(176)])
+    p, prof = _params(backtest={"folds": 3})
+    assert part_horizon(p, raw, 12, 24)["horizon"] == 9
+    got = frequency_horizon(p, raw, 12, 24)
+    assert got["horizon"] == 8 and got["frequency"] == 18
+    assert "at 9 steps backtest fold 1 of 3 holds no window of its validation part" \
+        in got["reason"]
+    store = prepare(p, raw, prof)
+    assert store.horizon == 8
+    cuts = folds(store, 3, fold_size=0, train_size=0, gap=0, val_frac=0.1, cal_frac=0.1,
+                 wanted=("train", "test", "val", "blend", "cal"))
+    assert len(cuts) == 3
+    # without a backtest the series' own parts set it
+    p, _ = _params()
+    assert frequency_horizon(p, raw, 12, 24)["horizon"] == 9

@@ -209,3 +209,37 @@ def test_the_global_m3_table_bolds_the_lowest_of_each_column(tmp_path):
     assert "| **15.00** |" not in per and "| **14.50** |" in glob
     assert "| **20.00** |" in per and "| **20.00** |" in glob     # a tie as shown: both bold
     assert table.rstrip().endswith("`python bench/global_m3.py`")
+
+
+def test_the_real_series_verdicts_compare_the_blend_with_the_best_statistical_mean(tmp_path):
+    import json
+
+    from attn_forecast.report.docs import quantile_verdicts, real_quantiles
+
+    def q(mase, wql, c80, c95):
+        return {"mase": mase, "wql": wql, "coverage_80": c80, "coverage_95": c95}
+    rows = [{"series": "a", "horizon": 18, "blend_quantiles": q(0.5, 0.05, 0.78, 0.94),
+             "ets_quantiles": q(0.6, 0.04, 0.9, 0.99), "theta_quantiles": q(0.7, 0.06, 0.8, 0.95),
+             "arima_quantiles": q(0.1, 0.01, 0.8, 0.95)},
+            {"series": "b", "horizon": 8, "blend_quantiles": q(0.9, 0.10, 0.60, 0.93),
+             "ets_quantiles": q(0.8, 0.12, 0.8, 0.95), "theta_quantiles": q(0.7, 0.13, 0.8, 0.9),
+             "arima_quantiles": None}]
+    lines = quantile_verdicts(rows, "blend", ("ets", "theta", "arima"))
+    assert lines[0] == "- horizons: a 18, b 8"
+    # MASE: blend 0.70, ets 0.70, theta 0.70 -> the first best (ets), at or below: met
+    assert "MASE averaged over the 2 series 0.7000" in lines[1] and "(ets)" in lines[1]
+    assert lines[1].endswith("met)")
+    # WQL: blend 0.075, ets 0.080, theta 0.095 -> met; arima left out (not on every series)
+    assert "0.0750" in lines[2] and "(ets) 0.0800" in lines[2] and "met" in lines[2]
+    # 80 %: 69.0 on average (missed), b 20 points off; 95 %: 93.5 (met), both within 10
+    assert "69.0 (target: within 4 points: missed); 1 of 2 series within 10 points (not: b)" \
+        in lines[3]
+    assert "93.5 (target: within 4 points: met); 2 of 2" in lines[4]
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench" / "results" / "real.json").write_text(json.dumps(
+        {"command": "python bench/real.py", "date": "2026-12-05", "commit": "abc1234",
+         "stats": ["ets", "theta", "arima"], "rows": rows}))
+    block = real_quantiles(tmp_path)
+    assert "| a | 18 | 0.500 / 0.0500 / 78 / 94 | 0.600 / 0.0400 / 90 / 99 |" in block
+    assert "| b | 8 |" in block and block.count("n/a") == 1   # arima on b
+    assert block.rstrip().endswith("`python bench/real.py` (2026-12-05, abc1234)")
