@@ -24,13 +24,16 @@ ALPHA = 0.05  # the level the summary's sentences use
 def diebold_mariano(loss_a: np.ndarray, loss_b: np.ndarray, h: int = 1) -> dict:
     """``statistic`` (DM*, HLN-corrected), two-sided ``p_value``, ``n`` origins and
     ``mean_loss_diff``; statistic and p-value are None when the test is undefined (fewer than
-    three origins, or no variance in the loss difference)."""
+    three origins, no more origins than the horizon ``h``, or no variance in the loss
+    difference)."""
     d = np.asarray(loss_a, dtype=np.float64) - np.asarray(loss_b, dtype=np.float64)
     T = len(d)
     out = {"statistic": None, "p_value": None, "n": int(T),
            "mean_loss_diff": float(d.mean()) if T else None}
     if T < 3:
         return {**out, "untestable": f"{T} window(s), fewer than the test's 3"}
+    if T <= h:     # the h-step errors' autocovariances need more origins than lags
+        return {**out, "untestable": f"{T} windows, no more than the horizon's {h} steps"}
     mean = d.mean()
     gammas = [float(np.sum((d[k:] - mean) * (d[:T - k] - mean)) / T) for k in range(h)]
     var = (gammas[0] + 2 * sum(gammas[1:])) / T

@@ -123,3 +123,13 @@ def test_an_untestable_comparison_says_why():
                                          "on all 300 windows (the same forecasts)")
     few = compare(y[:2], {"model": model[:2], "naive": y[:2] * 0}, 1)["naive"]
     assert sentence("naive", few) == "naive: not testable: 2 window(s), fewer than the test's 3"
+
+
+def test_fewer_origins_than_the_horizon_are_untestable_not_an_error():
+    """A backtest fold of a short series can hold 4 origins of 8-step forecasts: the test's
+    autocovariances reach 7 lags, so it says it cannot test instead of failing."""
+    rs = np.random.default_rng(3)
+    got = diebold_mariano(rs.random(4), rs.random(4), h=8)
+    assert got["statistic"] is None and got["p_value"] is None and got["n"] == 4
+    assert got["untestable"] == "4 windows, no more than the horizon's 8 steps"
+    assert diebold_mariano(rs.random(9), rs.random(9), h=8)["statistic"] is not None
