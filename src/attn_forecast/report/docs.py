@@ -374,17 +374,11 @@ def _bold(n: str) -> str:
     return f"**{n}**" if n in BOLD else n
 
 
-BLOCKS: dict[str, Callable[[Path], str]] = {"m3-points": m3_points,
-                                            "m3-intervals": m3_intervals,
-                                            "m3-targets": m3_targets, "m3-sign": m3_sign,
-                                            "ensembles": ensembles,
-                                            "global-m3": global_m3,
-                                            "seed-spread": seed_spread,
-                                            "field-scale": field_scale,
-                                            "field-scale-targets": field_scale_targets,
-                                            "engines-agree": engines_agree,
-                                            "m3-quantiles": m3_quantiles,
-                                            "real-quantiles": real_quantiles}
+# each block is named for the function that makes it, its underscores as hyphens
+BLOCKS: dict[str, Callable[[Path], str]] = {
+    f.__name__.replace("_", "-"): f
+    for f in (m3_points, m3_intervals, m3_targets, m3_sign, ensembles, global_m3, seed_spread,
+              field_scale, field_scale_targets, engines_agree, m3_quantiles, real_quantiles)}
 
 
 def refreshed(text: str, root: Path) -> str:
