@@ -47,12 +47,14 @@ def main(argv: list[str] | None = None) -> dict:
         cp, cprof = subset_params(args.params, s, holdout="calibration")
         sets = {k: saved.load(folder / s / f"{k}.npz") for k in ("model", "field", "zeroshot")}
         store = field_store(p, prof)
-        ev = L.evaluated(p, store, sets, field_store(cp, cprof))
+        cut_store = field_store(cp, cprof)
+        combos = L.combinations(p, store, sets, cut_store)
+        ev = L.evaluated(p, store, sets, cut_store, combos=combos)
         for line in ev.warnings:
             print(f"{s}: {line}", file=sys.stderr)
         evaluations[s] = ev
-        # every scored forecast is committed: the combinations across stages as scored here
-        saved.save(folder / s / "combinations.npz", L.combinations_set(ev, p), compact=True)
+        # every scored forecast is committed: the combinations across stages, scored as stored
+        saved.save(folder / s / "combinations.npz", combos, compact=True)
     names = [n for n in ROWS if any(ev.metrics.get(n) for ev in evaluations.values())]
     board = L.leaderboard(evaluations, L.horizons_of(evaluations), names)
     write_json(args.metrics, rounded(board))

@@ -36,6 +36,30 @@ def save(path: str | Path, fs: ForecastSet, compressed: bool = False,
     :func:`pack`: float32, each quantile as its distance from the median kept to 1 part in
     2,048, byte planes compressed with LZMA; what :func:`load` reads back is what is
     scored)."""
+    arrays = _arrays(fs)
+    if compact:
+        arrays = pack(arrays, fs.taus)
+    write_npz(path, compressed=compressed, **_header(fs), **arrays)
+
+
+def load(path: str | Path) -> ForecastSet:
+    return _set(read_npz(path))
+
+
+def stored(fs: ForecastSet) -> ForecastSet:
+    """``fs`` as :func:`load` reads it back after ``save(..., compact=True)``: what a stage
+    that commits a set it scores itself scores, so that the committed file recomputes its
+    scores exactly."""
+    return _set({**_header(fs), **pack(_arrays(fs), fs.taus)})
+
+
+def _header(fs: ForecastSet) -> dict[str, np.ndarray]:
+    return dict(names=np.array(fs.names(), dtype=str), taus=np.asarray(fs.taus, dtype=np.float64),
+                warnings=np.array(fs.warnings, dtype=str),
+                record=np.array(json.dumps(fs.record, sort_keys=True)))
+
+
+def _arrays(fs: ForecastSet) -> dict[str, np.ndarray]:
     arrays = {f"ends:{p}": e for p, e in fs.ends.items()}
     for name, parts in fs.forecasts.items():
         for part, fc in parts.items():
@@ -48,16 +72,10 @@ def save(path: str | Path, fs: ForecastSet, compressed: bool = False,
                 arrays[f"members:{name}:{part}"] = fc.members
             if fc.failed is not None:
                 arrays[f"failed:{name}:{part}"] = fc.failed
-    if compact:
-        arrays = pack(arrays, fs.taus)
-    write_npz(path, compressed=compressed, names=np.array(fs.names(), dtype=str),
-              taus=np.asarray(fs.taus, dtype=np.float64),
-              warnings=np.array(fs.warnings, dtype=str),
-              record=np.array(json.dumps(fs.record, sort_keys=True)), **arrays)
+    return arrays
 
 
-def load(path: str | Path) -> ForecastSet:
-    z = read_npz(path)
+def _set(z: dict) -> ForecastSet:
     taus = tuple(float(t) for t in z["taus"])
     if "packed" in z:
         z = unpack(z, taus)

@@ -20,7 +20,7 @@ from ..evaluation.calibration import (CUT, RAW, UNIT, CalibrationSet, intervals,
                                       margins_record, scales)
 from ..evaluation.scoring import Evaluation, evaluate
 from ..forecasters.protocol import Forecast, central_intervals
-from ..forecasters.saved import ForecastSet, merge
+from ..forecasters.saved import ForecastSet, merge, stored
 from ..forecasters.simple import fallback_for
 from ..report.leaderboard import published  # noqa: F401  (the stage reads it here)
 from .forecasting import check_data
@@ -31,22 +31,20 @@ FEV_TASKS = ("yearly", "quarterly", "monthly")    # M3's tasks in fev (other is 
 
 
 def evaluated(p: Params, store: Store, sets: dict[str, ForecastSet], cut_store: Store,
-              unit_name: str = UNIT) -> Evaluation:
+              unit_name: str = UNIT, combos: ForecastSet | None = None) -> Evaluation:
     """One subset's scores: the stages' forecasts (``sets``: the model's first, then the
     field's and the prior's), their quantiles as each stage calibrated them on the
-    calibration cut, and each combination across stages (evaluate.combinations, model+comb)
-    made from its members' forecasts before calibration and calibrated here the same way on
-    ``cut_store``, the subset's store of the cut."""
+    calibration cut, and each combination across stages (``combos``, :func:`combinations`
+    when not given) as committed (:func:`~attn_forecast.forecasters.saved.stored`), so that
+    every score recomputes from the committed files."""
     season = check_data(p, store)
-    fs = merge(*(_scored(x) for x in sets.values()))
-    how = {n: r for x in sets.values()
+    if combos is None:
+        combos = combinations(p, store, sets, cut_store, unit_name)
+    fs = merge(*(_scored(x) for x in sets.values()), stored(combos))
+    how = {n: r for x in (*sets.values(), combos)
            for n, r in x.record.get("intervals", {}).get("forecasters", {}).items()}
-    fallback = {n: c for x in sets.values() for n, c in x.record.get("interval_fallback",
-                                                                      {}).items()}
-    for name in p.evaluate.combinations:
-        fs.forecasts[name], how[name], n_fb = cross_combination(name, sets, store, cut_store,
-                                                                season, unit_name)
-        fallback[name] = n_fb
+    fallback = {n: c for x in (*sets.values(), combos)
+                for n, c in x.record.get("interval_fallback", {}).items()}
     ev = evaluate(store, fs, noise_std=None, season=season)        # the quantiles as given
     for name, rec in how.items():
         if ev.metrics.get(name) is not None:
@@ -57,13 +55,22 @@ def evaluated(p: Params, store: Store, sets: dict[str, ForecastSet], cut_store: 
     return ev
 
 
-def combinations_set(ev: Evaluation, p: Params) -> ForecastSet:
-    """The combinations across stages (evaluate.combinations) as the leaderboard scored them:
-    their forecasts and calibrated quantiles of the scored windows."""
-    return ForecastSet({"test": ev.ends},
-                       {n: {"test": Forecast(ev.forecasts[n], ev.quantiles.get(n))}
-                        for n in p.evaluate.combinations if ev.forecasts.get(n) is not None},
-                       ev.taus)
+def combinations(p: Params, store: Store, sets: dict[str, ForecastSet], cut_store: Store,
+                 unit_name: str = UNIT) -> ForecastSet:
+    """The combinations across stages (evaluate.combinations, model+comb) of the scored
+    windows, each made from its members' forecasts before calibration and calibrated on
+    ``cut_store`` (the subset's store of the calibration cut) as each stage calibrates its
+    own; how, and the series a fallback's spread stood in for, in its record."""
+    season = check_data(p, store)
+    out = ForecastSet({"test": next(iter(sets.values())).ends["test"]}, {},
+                      next(iter(sets.values())).taus,
+                      record={"intervals": {"forecasters": {}}, "interval_fallback": {}})
+    for name in p.evaluate.combinations:
+        part, how, n_fb = cross_combination(name, sets, store, cut_store, season, unit_name)
+        out.forecasts[name] = part
+        out.record["intervals"]["forecasters"][name] = how
+        out.record["interval_fallback"][name] = n_fb
+    return out
 
 
 def _scored(fs: ForecastSet) -> ForecastSet:

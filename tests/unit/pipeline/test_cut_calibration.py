@@ -16,7 +16,7 @@ from attn_forecast.forecasters.saved import ForecastSet, load, save
 from attn_forecast.forecasters.simple import Naive, Naive2
 from attn_forecast.pipeline.competition import field_store, subset_params
 from attn_forecast.pipeline.forecasting import check_data
-from attn_forecast.pipeline.leaderboard import evaluated
+from attn_forecast.pipeline.leaderboard import combinations, evaluated
 from conftest import ROOT
 
 PARAMS = ROOT / "competitions" / "params.yaml"
@@ -102,7 +102,12 @@ def test_the_leaderboard_calibrates_a_combination_across_stages_from_its_members
         save(tmp_path / f"{stage}.npz", part, compact=True)
         sets[stage] = load(tmp_path / f"{stage}.npz")
     sets["zeroshot"] = ForecastSet({"test": fs.ends["test"]}, {}, TAUS)
-    ev = evaluated(p, store, sets, cut_store, "naive_error")
+    combos = combinations(p, store, sets, cut_store, "naive_error")
+    ev = evaluated(p, store, sets, cut_store, "naive_error", combos=combos)
+    # scored as the leaderboard commits it: the compact file reads back what was scored
+    save(tmp_path / "combinations.npz", combos, compact=True)
+    np.testing.assert_array_equal(ev.quantiles["model+naive2"], load(
+        tmp_path / "combinations.npz").forecasts["model+naive2"]["test"].quantiles)
     # by hand, from the committed files
     m, n2 = sets["model"].forecasts["model"], sets["field"].forecasts["naive2"]
     raw_q = (m[RAW].quantiles + n2[RAW].quantiles) / 2
@@ -113,7 +118,7 @@ def test_the_leaderboard_calibrates_a_combination_across_stages_from_its_members
     u_cut = scales(cut_store, "naive_error")[cut_store.series_of(ce)][:, None]
     sid = store.series_of(fs.ends["test"])
     u = scales(store, "naive_error")[sid][:, None]
-    got = ev.quantiles["model+naive2"]
+    got = combos.forecasts["model+naive2"]["test"].quantiles
     for lo, hi, pct in ((0, 4, 95), (1, 3, 80)):
         scores = np.maximum(cut_q[..., lo] - y, y - cut_q[..., hi])[~failed] / u_cut[~failed]
         mk = _margin(scores, pct)[None, :] * u
