@@ -143,8 +143,11 @@ def longest_horizon(cuts: Cuts, window: int, most: int, off: int, parts: tuple[s
     belongs to the part holding all its targets) and one of them still has a training
     window (prepare's condition, build.usable), and what a horizon one step longer would
     lose: (the first series, the part), (None, "train") where only the training windows
-    run out, None where ``most`` fits."""
+    run out, None where ``most`` fits or no series holds a window even at horizon 1 (then
+    prepare's own check says what ``most`` needs)."""
     base = usable(cuts, window, 1, off, parts, context)
+    if not base.any():
+        return most, None
 
     def fits(h):
         ok = usable(cuts, window, h, off, parts, context)

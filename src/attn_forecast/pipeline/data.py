@@ -182,8 +182,9 @@ def part_horizon(p: Params, raw: Raw, season: int, window: int) -> dict:
     b = p.backtest                 # a backtest fold must hold a window of its own
     kept = splits.usable(cuts, window, 1, transforms.offset(pp.transform), parts,
                          pp.min_context)          # the series prepare keeps
-    tests = (cuts.test_end - cuts.test_start)[kept if kept.any() else slice(None)]
-    fold = (b.fold_size or int(np.min(tests // b.folds))) if b.folds else most
+    tests = (cuts.test_end - cuts.test_start)[kept]
+    # no series kept: the frequency's, so that prepare's own check names what it needs
+    fold = (b.fold_size or int(np.min(tests // b.folds))) if b.folds and kept.any() else most
     h, lost = splits.longest_horizon(cuts, window, min(most, max(fold, 1)),
                                      transforms.offset(pp.transform), parts, pp.min_context)
     if lost is None and h == most:

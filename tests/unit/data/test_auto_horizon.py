@@ -144,6 +144,15 @@ def test_a_series_without_a_window_at_horizon_1_does_not_limit_the_horizon():
     assert splits.longest_horizon(c, 10, 25, 0, PARTS) == (20, (0, "val"))
 
 
+def test_no_series_with_a_window_at_horizon_1_leaves_the_frequencys_horizon():
+    """11 values hold no window of 10 in any part: nothing to shorten for, so the horizon
+    stays the asked one and prepare's own check says what it needs (the e2e case
+    csv-too-few-rows: "horizon 8", not a horizon of 1 no series could hold either)."""
+    c = splits.cut(np.array([11]), 0.2, 0.1, 0.1)
+    assert not splits.usable(c, 10, 1, 0, PARTS).any()
+    assert splits.longest_horizon(c, 10, 8, 0, PARTS) == (8, None)
+
+
 def test_the_blend_part_shortens_the_horizon_to_half_the_validation_part():
     """With a blend, the validation part [60, 70) is cut in two: val [60, 65), blend
     [65, 70), 5 values each; a horizon of 6 loses the validation part first."""
