@@ -2,10 +2,26 @@
 it without pulling the forecasters in): the statistical ones, the combinations by their
 members, every baseline, the blend's possible members."""
 
-# StatsForecast's models (statistical.py), and the M4 competition's benchmarks on the
-# seasonally adjusted series
-STAT_FORECASTERS = ("ses", "ets", "theta", "dot", "ces", "arima", "m4_ses", "m4_holt",
-                    "m4_damped")
+# StatsForecast's models by name, as statistical.make builds them (one entry adds a
+# statistical forecaster): its class, the settings it is built with, the longest season it is
+# given (1: none; None: the data's, whatever it is; a longer one and it is fitted without),
+# and whether it runs on the seasonally adjusted series (the M4 competition's benchmarks)
+STATISTICAL = {
+    "ses": {"cls": "AutoETS", "args": {"model": "ANN"}, "season": 1, "adjusted": False},
+    "ets": {"cls": "AutoETS", "args": {}, "season": None, "adjusted": False},
+    "theta": {"cls": "Theta", "args": {}, "season": None, "adjusted": False},
+    "dot": {"cls": "DynamicOptimizedTheta", "args": {}, "season": None, "adjusted": False},
+    "ces": {"cls": "AutoCES", "args": {}, "season": None, "adjusted": False},
+    "arima": {"cls": "AutoARIMA", "args": {"max_P": 1, "max_Q": 1}, "season": 24,
+              "adjusted": False},
+    "m4_ses": {"cls": "AutoETS", "args": {"model": "ANN", "damped": False}, "season": 1,
+               "adjusted": True},
+    "m4_holt": {"cls": "AutoETS", "args": {"model": "AAN", "damped": False}, "season": 1,
+                "adjusted": True},
+    "m4_damped": {"cls": "AutoETS", "args": {"model": "AAN", "damped": True}, "season": 1,
+                  "adjusted": True},
+}
+STAT_FORECASTERS = tuple(STATISTICAL)
 # the combinations by name, equal-weight means of their members: ``comb``, StatsForecast's M3
 # ensemble; ``m4_comb``, the M4 competition's Comb benchmark (on the seasonally adjusted series)
 COMBINATIONS = {"comb": ("arima", "ets", "ces", "dot"),

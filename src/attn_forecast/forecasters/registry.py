@@ -31,6 +31,12 @@ class Unavailable:
         return Forecast(np.full((len(ends), store.horizon), np.nan))
 
 
+# the forecasters that fit nothing but the series' own values, by name, built from the data's
+# season (seasonal naive only where there is one); the statistical ones: names.STATISTICAL
+SIMPLE = {"naive": lambda season: Naive(), "seasonal_naive": SeasonalNaive,
+          "naive2": Naive2, "mean": lambda season: Mean()}
+
+
 def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bool,
               jobs: int = 1, given: dict[str, Forecaster] | None = None,
               engine: Engine | None = None) -> tuple[list[Forecaster], dict[str, str]]:
@@ -43,18 +49,11 @@ def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bo
     engine = engine if engine is not None else Engine("local", jobs)
     out, unavailable = [], {}
     for name in names:
-        if name == "naive":
-            out.append(Naive())
-        elif name == "seasonal_naive":
-            if season > 1:
-                out.append(SeasonalNaive(season))
-            else:
-                unavailable[name] = "no season"
-                out.append(Unavailable(name, unavailable[name]))
-        elif name == "naive2":
-            out.append(Naive2(season))
-        elif name == "mean":
-            out.append(Mean())
+        if name == "seasonal_naive" and season <= 1:
+            unavailable[name] = "no season"
+            out.append(Unavailable(name, unavailable[name]))
+        elif name in SIMPLE:
+            out.append(SIMPLE[name](season))
         elif name in COMBINATIONS:
             continue   # after the others, below
         elif name in given:

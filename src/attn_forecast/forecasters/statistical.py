@@ -38,14 +38,15 @@ import numpy as np
 from ..engine import Engine
 
 from .names import STAT_FORECASTERS  # noqa: F401  (re-exported: statistical names)
+from .names import STATISTICAL
 from .protocol import Forecast, central_intervals, nested
 
 # StatsForecast compiles its models with numba on first use (AutoCES: about a minute); with
 # this set the compiled code is cached on disk, so later processes and pool workers reuse it
 os.environ.setdefault("NIXTLA_NUMBA_CACHE", "1")
 
-M4 = {"m4_ses": ("ANN", False), "m4_holt": ("AAN", False), "m4_damped": ("AAN", True)}
-MAX_ARIMA_SEASON = 24
+M4 = tuple(n for n, spec in STATISTICAL.items() if spec["adjusted"])
+MAX_ARIMA_SEASON = STATISTICAL["arima"]["season"]
 # forward() of the Theta methods re-estimates the decomposition and drift on the history it is
 # given, and ARIMA's runs its filter afresh over it, at a cost that grows with its length:
 # each origin's forecast reads the last this many values (ETS's filter starts from its fitted
@@ -80,24 +81,13 @@ def _models():
 
 
 def make(name: str, season: int):
-    sf = _models()
-    AutoARIMA, AutoCES, AutoETS = sf.AutoARIMA, sf.AutoCES, sf.AutoETS
-    DynamicOptimizedTheta, Theta = sf.DynamicOptimizedTheta, sf.Theta
+    """StatsForecast's model ``name`` as :data:`~.names.STATISTICAL` states it, for data of
+    period ``season`` (0 or 1: none)."""
+    spec = STATISTICAL[name]
     m = season if season > 1 else 1
-    if name == "ses":          # simple exponential smoothing: ETS(A,N,N), alpha fitted
-        return AutoETS(season_length=1, model="ANN")
-    if name in M4:             # on the seasonally adjusted series: no season of its own
-        model, damped = M4[name]
-        return AutoETS(season_length=1, model=model, damped=damped)
-    if name == "ets":
-        return AutoETS(season_length=m)
-    if name == "theta":
-        return Theta(season_length=m)
-    if name == "dot":
-        return DynamicOptimizedTheta(season_length=m)
-    if name == "ces":
-        return AutoCES(season_length=m)
-    return AutoARIMA(season_length=m if m <= MAX_ARIMA_SEASON else 1, max_P=1, max_Q=1)
+    longest = spec["season"]
+    return getattr(_models(), spec["cls"])(
+        season_length=m if longest is None or m <= longest else 1, **spec["args"])
 
 
 def forecast_one(name: str, season: int, y: np.ndarray, fit_end: int, origins: np.ndarray,

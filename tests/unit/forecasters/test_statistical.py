@@ -222,3 +222,27 @@ def test_statsforecast_loads_without_dask_dataframe_and_dask_still_imports():
                          env={**os.environ, "PYTHONPATH": str(src)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "DataFrame"
+
+
+# ---------------------------------------------------------------- one entry, one forecaster
+def test_a_new_statistical_forecaster_is_one_entry_of_names_statistical(monkeypatch):
+    """An entry of names.STATISTICAL (here Holt's linear trend, ETS AAN, no season) is all
+    make needs: the model is StatsForecast's class with the entry's settings, its season
+    capped as the entry says, and it forecasts through the same path as every other."""
+    from attn_forecast.forecasters import statistical as S
+    monkeypatch.setitem(S.STATISTICAL, "holt", {"cls": "AutoETS", "args": {"model": "AAN"},
+                                                "season": 1, "adjusted": False})
+    m = S.make("holt", 12)
+    assert (type(m).__name__, m.season_length, m.model) == ("AutoETS", 1, "AAN")
+    y = 10 + 0.5 * np.arange(80) + np.random.default_rng(0).normal(0, 0.1, 80)
+    f, _ = forecast_one("holt", 12, y, 60, np.array([60, 70]), 3)
+    # a linear trend of slope 0.5: each forecast near the line, not the last value repeated
+    np.testing.assert_allclose(f, 10 + 0.5 * (np.array([[60, 61, 62], [70, 71, 72]])),
+                               atol=0.6)
+
+
+def test_arimas_season_is_capped_as_its_entry_says():
+    from attn_forecast.forecasters import statistical as S
+    assert S.make("arima", 24).season_length == 24
+    assert S.make("arima", 48).season_length == 1          # longer: fitted without
+    assert S.make("ets", 48).season_length == 48           # None: any season
