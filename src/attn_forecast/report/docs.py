@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean
 
+from .architectures import long_lag
 from .leaderboard import (ALL, BOLD, _cell, _published_aggregate, published, sign_lines,
                           targets)
 
@@ -378,7 +379,8 @@ def _bold(n: str) -> str:
 BLOCKS: dict[str, Callable[[Path], str]] = {
     f.__name__.replace("_", "-"): f
     for f in (m3_points, m3_intervals, m3_targets, m3_sign, ensembles, global_m3, seed_spread,
-              field_scale, field_scale_targets, engines_agree, m3_quantiles, real_quantiles)}
+              field_scale, field_scale_targets, engines_agree, m3_quantiles, real_quantiles,
+              long_lag)}
 
 
 def refreshed(text: str, root: Path) -> str:
@@ -392,4 +394,5 @@ def refreshed(text: str, root: Path) -> str:
     return BLOCK.sub(fill, text)
 
 
-PAGES = ("README.md", "docs/many-series.md", "docs/evaluation.md", "bench/README.md")
+PAGES = ("README.md", "docs/many-series.md", "docs/evaluation.md", "bench/README.md",
+         "docs/why-attention.md")
