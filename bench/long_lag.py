@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from datetime import date
@@ -103,7 +104,6 @@ def main() -> None:
                  f"got {max(lags)}")
     command = "python bench/long_lag.py " + " ".join(sys.argv[1:])
     print(f"command: {command}", flush=True)
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     rows = []
     print("\n| lag | network | parameters | seconds | test MSE (best 0.19, none 1) | "
           "share captured (range over seeds) |")
@@ -125,8 +125,8 @@ def main() -> None:
                   f"{row['mse']:.3f} | {row['captured']:.2f} ({min(cap):.2f}-{max(cap):.2f}) |",
                   flush=True)
     if args.out:
-        commit = __import__("subprocess").run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                              capture_output=True, text=True).stdout.strip()
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                capture_output=True, text=True).stdout.strip()
         args.out.write_text(json.dumps({"command": command, "date": date.today().isoformat(),
                                         "commit": commit, "window": args.window,
                                         "steps": args.steps, "rows": rows}, indent=1) + "\n")
