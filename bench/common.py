@@ -30,16 +30,12 @@ def train_on(p, store) -> tuple:
     """The model the train stage would train on ``store`` with the validated params ``p``
     (one process, this machine's device), its members' results, the training's seconds and
     the season it used."""
-    from attn_forecast.pipeline import model as pm
     from attn_forecast.pipeline.forecasting import check_data
-    from attn_forecast.training.distributed import Distributed
+    from attn_forecast.pipeline.training import fit
     season = check_data(p, store)
-    dist = Distributed(0, 1, pm.device(p.train))
-    settings = pm.model_settings(p, store, season)
-    pm.threads_for(p, settings, int(store.counts("train").sum()), 1)
     t0 = time.perf_counter()
-    model, results = pm.train(p, settings, store, dist)
-    return model, results, time.perf_counter() - t0, season
+    fitted = fit(p, store, season)
+    return fitted.model, fitted.results, time.perf_counter() - t0, season
 
 
 def commit() -> str:

@@ -39,8 +39,8 @@ from common import commit, record  # noqa: E402  (and the project on sys.path)
 from attn_forecast.config.load import parse_params  # noqa: E402
 from attn_forecast.data.long_table import Raw  # noqa: E402
 from attn_forecast.data.sources import panel_series  # noqa: E402
-from attn_forecast.pipeline.data import prepare  # noqa: E402
-from attn_forecast.pipeline.field import field  # noqa: E402
+from attn_forecast.pipeline.prepare import prepare  # noqa: E402
+from attn_forecast.pipeline.baselines import field  # noqa: E402
 from attn_forecast.pipeline.evaluate import score  # noqa: E402
 
 GROUPS = {"yearly": (0.23, 1, 6, (20, 60)), "quarterly": (0.24, 4, 8, (24, 120)),
@@ -163,7 +163,7 @@ def one(group: str, n: int, engine: str) -> dict:
 def epoch(group: str, n: int) -> dict:
     """One training epoch of the model on ``n`` series of ``group``."""
     import torch
-    from attn_forecast.pipeline.model import model_settings, train_settings
+    from attn_forecast.pipeline.training import model_settings, train_settings
     from attn_forecast.training.batches import to_device
     from attn_forecast.training.members import train_model
     _, period, h, _ = GROUPS[group]

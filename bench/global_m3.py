@@ -35,7 +35,8 @@ from attn_forecast.evaluation.metrics import smape  # noqa: E402
 from attn_forecast.forecasters.neural import ModelForecaster  # noqa: E402
 from attn_forecast.forecasters.run import run  # noqa: E402
 from attn_forecast.pipeline.competition import model_store, subset_params  # noqa: E402
-from attn_forecast.pipeline.data import prepare, raw_of  # noqa: E402
+from attn_forecast.data.long_table import raw_of  # noqa: E402
+from attn_forecast.pipeline.prepare import prepare  # noqa: E402
 
 SUBSETS = ("yearly", "quarterly", "monthly", "other")
 PARAMS = ROOT / "competitions" / "params.yaml"

@@ -24,12 +24,12 @@ import attn_forecast.cpu as _cpu  # noqa: E402
 _cpu.pin()
 from attn_forecast.forecasters.neural import ModelForecaster  # noqa: E402
 from attn_forecast.forecasters.run import run  # noqa: E402
-from attn_forecast.pipeline import leaderboard as L  # noqa: E402
-from attn_forecast.pipeline import model as pm  # noqa: E402
+from attn_forecast.pipeline import competition_leaderboard as L  # noqa: E402
 from attn_forecast.pipeline.competition import (SUBSETS, field_store, model_store,  # noqa: E402
-                                                statistical_field, subset_params)
+                                                subset_params)
+from attn_forecast.pipeline.competition_field import statistical_field  # noqa: E402
 from attn_forecast.pipeline.forecasting import check_data, parts, taus  # noqa: E402
-from attn_forecast.training.distributed import Distributed  # noqa: E402
+from attn_forecast.pipeline.training import fit  # noqa: E402
 
 PARAMS = ROOT / "competitions" / "params.yaml"
 FIELD = {"evaluate": {"baselines": ["naive2", "theta", "comb"], "blend": []}}
@@ -41,11 +41,9 @@ def one(competition: str, subset: str):
     p, prof = subset_params(PARAMS, subset, FIELD, holdout="test", competition=competition)
     store = model_store(p, prof)
     season = check_data(p, store)
-    dist = Distributed(0, 1, pm.device(p.train))
-    settings = pm.model_settings(p, store, season, str(ROOT / "models" / "pretrained.pt"))
-    pm.threads_for(p, settings, int(store.counts("train").sum()), 1)
-    model, _ = pm.train(p, settings, store, dist, str(ROOT / "models" / "pretrained.pt"))
-    model_fs = run(store, [ModelForecaster(model, dist.device)], parts(p, store), taus(p),
+    fitted = fit(p, store, season, str(ROOT / "models" / "pretrained.pt"))
+    model_fs = run(store, [ModelForecaster(fitted.model, fitted.dist.device)], parts(p, store),
+                   taus(p),
                    record={"data": store.key()}, season=season)
     t1 = time.perf_counter()
     fstore = field_store(p, prof)

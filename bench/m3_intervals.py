@@ -12,9 +12,9 @@ or a quantile head trained with the pinball loss, with or without a conformal st
 Each subset's forecasts of its validation cut (the last horizon of every train part), their
 intervals calibrated on its calibration cut (the horizon before it), exactly as the competition
 pipeline's stages and leaderboard calibrate the test parts (evaluation.calibration's
-calibrated_set, pipeline.leaderboard.evaluated); the test parts are never read. The forecasts
-are those of a validation run of the competition pipeline as it was at 5954f6c (its own
-calibration-cut stages: each clone's competitions/m3/<subset>/calibration/). Variants:
+calibrated_set, pipeline.competition_leaderboard.evaluated); the test parts are never read. The
+forecasts are those of a validation run of the competition pipeline as it was at 5954f6c (its
+own calibration-cut stages: each clone's competitions/m3/<subset>/calibration/). Variants:
 
 - unit: ``level`` (each series' mean absolute level, the unit until now) or ``naive_error``
   (its in-sample seasonal naive error, MASE's and MSIS's scale);
@@ -52,10 +52,10 @@ from attn_forecast.evaluation.calibration import UNITS, calibrated_set  # noqa: 
 from attn_forecast.forecasters import saved  # noqa: E402
 from attn_forecast.forecasters.protocol import Forecast  # noqa: E402
 from attn_forecast.forecasters.saved import ForecastSet  # noqa: E402
-from attn_forecast.pipeline import leaderboard as L  # noqa: E402
+from attn_forecast.pipeline import competition_leaderboard as L  # noqa: E402
 from attn_forecast.pipeline.competition import (SUBSETS, combination_members,  # noqa: E402
-                                                field_store, model_store, reported,
-                                                subset_params)
+                                                field_store, model_store, subset_params)
+from attn_forecast.pipeline.competition_field import reported  # noqa: E402
 from attn_forecast.pipeline.forecasting import check_data  # noqa: E402
 
 NAMES = ["model", "model+comb", "comb"]
@@ -83,7 +83,7 @@ def subset_runs(subset: str, forecasts: Path, head: Path | None, unit: str, vari
     """The subset's evaluation of one unit and variant on its validation cut: each stage's
     forecasts (of the validation cut, and of the calibration cut) calibrated as the stages
     calibrate them (evaluation.calibration.calibrated_set), scored by the leaderboard's
-    own step (pipeline.leaderboard.evaluated)."""
+    own step (pipeline.competition_leaderboard.evaluated)."""
     p, prof = subset_params(PARAMS, subset, holdout="validation")
     cp, cprof = subset_params(PARAMS, subset, holdout="calibration")
     store, cut_store = field_store(p, prof), field_store(cp, cprof)

@@ -28,8 +28,9 @@ import numpy as np
 
 ROOT = Path.cwd()                      # the project whose study and experiments these are
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from attn_forecast.commands.tune import experiment_metric, head, make_study, overrides  # noqa: E402
-from attn_forecast.pipeline.tuning import read_space  # noqa: E402
+from attn_forecast.search.experiments import experiment_metric, head, overrides  # noqa: E402
+from attn_forecast.search.study import make_study  # noqa: E402
+from attn_forecast.search.space import read_space  # noqa: E402
 
 
 def exp_run(root: Path, name: str, target: str, sets: list[str]) -> None:

@@ -20,7 +20,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT  # noqa: E402
 
-from attn_forecast.pipeline import model as pm  # noqa: E402
+from attn_forecast.pipeline import training as pm  # noqa: E402
 from attn_forecast.pipeline.competition import model_store, subset_params  # noqa: E402
 from attn_forecast.pipeline.forecasting import check_data  # noqa: E402
 from attn_forecast.training.batches import to_device  # noqa: E402

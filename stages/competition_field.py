@@ -12,15 +12,9 @@ model's never refits ARIMA.
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 
 from attn_forecast import stage  # first: it pins the CPU before numpy loads
-from attn_forecast.engine import where
-from attn_forecast.forecasters.names import STAT_FORECASTERS
-from attn_forecast.forecasters.saved import save
-from attn_forecast.pipeline.competition import (field_store, on_both_cuts, reported,
-                                                statistical_field)
+from attn_forecast.pipeline.competition_field import step
 
 
 @stage.main
@@ -29,18 +23,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--params", required=True, help="the competition pipeline's params")
     ap.add_argument("--subset", required=True)
     ap.add_argument("--out", required=True, help="the field's forecasts (npz)")
-    args = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    fs, p, store = on_both_cuts(args.params, args.subset, field_store, statistical_field,
-                                reported)
-    for line in fs.warnings:
-        print(line, file=sys.stderr)
-    save(args.out, fs, compact=True)
-    ran = bool(set(fs.names()) & set(STAT_FORECASTERS))
-    print(f"field@{args.subset}: {', '.join(fs.names())} on {store.n_series} series "
-          f"({p.data.holdout}, calibrated on its calibration cut) in "
-          f"{time.perf_counter() - t0:.0f} s"
-          f"{where(p.evaluate.engine, p.evaluate.engine_address, ran)} -> {args.out}")
+    step(**vars(ap.parse_args(argv)))
 
 
 if __name__ == "__main__":

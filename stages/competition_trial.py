@@ -12,27 +12,9 @@ the run (still written, marked) before its last step.
 from __future__ import annotations
 
 import argparse
-import time
 
 from attn_forecast import stage  # first: it pins the CPU before numpy loads
-from attn_forecast.evaluation.metrics import smape
-from attn_forecast.forecasters.neural import ModelForecaster
-from attn_forecast.forecasters.run import run
-from attn_forecast.io import write_json
-from attn_forecast.pipeline import model as pm
-from attn_forecast.pipeline.competition import model_store, subset_params
-from attn_forecast.pipeline.forecasting import check_data
-from attn_forecast.pipeline.tuning import (Pruned, step_plan, trial_params,
-                                            trial_watch)
-from attn_forecast.training.batches import resolve_batch
-from attn_forecast.training.distributed import Distributed
-
-
-def cut_smape(store, model, device, season: int) -> float:
-    """The model's sMAPE over every forecast of the store's test part (here the validation
-    cut)."""
-    fs = run(store, [ModelForecaster(model, device)], ("test",), (), season=season)
-    return smape(store.targets(fs.ends["test"]), fs.forecasts["model"]["test"].point)
+from attn_forecast.search.trial import step
 
 
 @stage.main
@@ -42,31 +24,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--trial", required=True, help="the trial's params (subset, sections)")
     ap.add_argument("--metrics", required=True, help="the trial's metrics (json)")
     ap.add_argument("--pretrained", required=True, help="the prior (train.init pretrained)")
-    args = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    subset, over = trial_params(args.trial)
-    p, prof = subset_params(args.params, subset, over, holdout="validation")
-    store = model_store(p, prof)
-    season = check_data(p, store)
-    dist = Distributed(0, 1, pm.device(p.train))
-    settings = pm.model_settings(p, store, season, args.pretrained)
-    pm.threads_for(p, settings, int(store.counts("train").sum()), 1)
-    n = len(store.ends("train"))       # the training loop's windows, batches and steps
-    plan = step_plan(n, resolve_batch(p.train.batch_size, n), p.train.epochs, p.train.max_steps)
-    watch = trial_watch(lambda m: cut_smape(store, m, dist.device, season), *plan)
-    try:
-        model, results = pm.train(p, settings, store, dist, args.pretrained, watch=watch)
-        out = {"smape": cut_smape(store, model, dist.device, season), "pruned": False,
-               "epochs": max(len(r.history) for r in results)}
-    except Pruned as stop:
-        out = {"smape": stop.value, "pruned": True, "epochs": stop.epoch}
-    out.update(seconds=round(time.perf_counter() - t0, 1), series=int(store.n_series),
-               subset=subset)
-    write_json(args.metrics, out)
-    print(f"trial ({subset}, validation cut): sMAPE {out['smape']:.3f}"
-          + (f", pruned at epoch {out['epochs']}" if out["pruned"] else "")
-          + f"; {out['seconds']:.0f} s -> {args.metrics}")
-    return out
+    return step(**vars(ap.parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -6,9 +6,7 @@ from __future__ import annotations
 import argparse
 
 from attn_forecast import stage  # first: it pins the CPU before numpy loads
-from attn_forecast.config.load import load_params
-from attn_forecast.data.long_table import write_long
-from attn_forecast.pipeline.data import chunks
+from attn_forecast.pipeline.generate import step
 
 
 @stage.main
@@ -17,10 +15,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--params", default="params.yaml")
     ap.add_argument("--inputs", required=True, help="tracked folder holding users' CSV files")
     ap.add_argument("--out", required=True, help="long-format CSV to write")
-    args = ap.parse_args(argv)
-    d = load_params(args.params).data
-    rows, ids = write_long(args.out, chunks(d, args.inputs))
-    print(f"generate: {rows} points of {d.kind} data in {ids} series -> {args.out}")
+    step(**vars(ap.parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 from .errors import SettingError
 
-ENGINES = ("local", "dask")
+ENGINES = ("local", "dask")  # where tasks run; the first, the default (evaluate.engine)
+LOCAL = ENGINES[0]
 RETRIES = 3        # a task's tries after it raised (a worker's death: Dask's allowed-failures)
 WORKER_WAIT = 120  # seconds a map waits for a cluster without workers to get one
 POLL = 5           # seconds between a map's checks that its cluster has workers while none returns
@@ -85,7 +86,7 @@ def where(kind: str, address: str, ran: bool = True) -> str:
     """Where the statistical models ran, for a stage's last line: '' on ``local`` (the
     default) or when none ran (``ran`` false), else the cluster, so a user sees that the
     setting took."""
-    if kind == "local" or not ran:
+    if kind == LOCAL or not ran:
         return ""
     return (f" (the statistical models on the Dask cluster at {address})" if address
             else " (the statistical models on a Dask cluster on this machine)")
@@ -97,7 +98,7 @@ class Engine:
     map and kept for the next (one cluster for a stage's every forecaster) until
     :meth:`close` (or the end of a ``with`` block)."""
 
-    def __init__(self, kind: str = "local", jobs: int = 1, address: str = "") -> None:
+    def __init__(self, kind: str = LOCAL, jobs: int = 1, address: str = "") -> None:
         assert kind in ENGINES, kind
         self.kind, self.jobs, self.address = kind, jobs, address
         self._open = contextlib.ExitStack()

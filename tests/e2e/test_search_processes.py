@@ -18,9 +18,12 @@ import optuna
 import pytest
 
 from attn_forecast.errors import UserInputError
-from attn_forecast.commands import tune as search
-from attn_forecast.pipeline import tuning
-from unit.pipeline.helpers import GOOD, _write
+from attn_forecast.search import experiments as search_runs
+from attn_forecast.search import space as search_space
+from attn_forecast.search import storage as search_storage
+from attn_forecast.search import study as search_study
+from attn_forecast.commands import tune as tune_command
+from unit.search.helpers import GOOD, _write
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 Trial = optuna.trial.TrialState
@@ -33,29 +36,32 @@ def test_a_dead_workers_journal_trial_is_run_again_once_its_heartbeat_is_old(tmp
     taken while its heartbeat is fresh; once 3 heartbeats old, the next worker fails it and
     queues its settings again, which it then runs."""
     journal = str(tmp_path / "study.journal")
-    space = tuning.read_space(_write(tmp_path, {**GOOD, "storage": journal, "trials": 1}))
+    space = search_space.read_space(_write(tmp_path, {**GOOD, "storage": journal, "trials": 1}))
     dead = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import os, signal
-        from attn_forecast.commands import tune as search
-        from attn_forecast.pipeline import tuning
-        space = tuning.read_space({str(tmp_path / 'space.yaml')!r})
-        study = search.make_study(space, {journal!r})
+        from attn_forecast.search import experiments as search_runs
+        from attn_forecast.search import space as search_space
+        from attn_forecast.search import storage as search_storage
+        from attn_forecast.search import study as search_study
+        from attn_forecast.commands import tune as tune_command
+        space = search_space.read_space({str(tmp_path / 'space.yaml')!r})
+        study = search_study.make_study(space, {journal!r})
         trial = study.ask()
-        tuning.suggest(trial, space.space)
+        search_space.suggest(trial, space.space)
         study._storage.record_heartbeat(trial._trial_id)
         os.kill(os.getpid(), signal.SIGKILL)""")], capture_output=True, text=True)
     assert dead.returncode == -signal.SIGKILL, dead.stderr
-    study = search.make_study(space, journal)
+    study = search_study.make_study(space, journal)
     assert [t.state for t in study.trials] == [Trial.RUNNING]
-    with tuning.quiet():
+    with search_storage.quiet():
         optuna.storages.fail_stale_trials(study)
-    assert search.count(study, *search.TAKEN) == 1           # fresh: a live worker's, maybe
-    later = time.time() + 3 * tuning.HEARTBEAT_S + 1
-    monkeypatch.setattr(tuning, "time", SimpleNamespace(time=lambda: later))
+    assert search_study.count(study, *search_study.TAKEN) == 1   # fresh: a live worker's, maybe
+    later = time.time() + 3 * search_storage.HEARTBEAT_S + 1
+    monkeypatch.setattr(search_storage, "time", SimpleNamespace(time=lambda: later))
     root = _repo(tmp_path)
     _fake_dvc(monkeypatch, tmp_path)
-    assert search.tune(space, root) == 1
-    trials = optuna.load_study(study_name="s", storage=tuning.open_storage(journal)).trials
+    assert search_study.tune(space, root) == 1
+    trials = optuna.load_study(study_name="s", storage=search_storage.open_storage(journal)).trials
     assert [t.state for t in trials] == [Trial.FAIL, Trial.COMPLETE]
     assert trials[1].params == trials[0].params
 
@@ -87,9 +93,11 @@ def _fake_dvc(monkeypatch, tmp_path: Path, crash: str = "") -> None:
             print("RuntimeError: the stage's own bug")
             print("ERROR: failed to reproduce 'trial': exited with 1")
             sys.exit(1)"""))
-    monkeypatch.setattr(search, "DVC", [sys.executable, str(fake)])
-    monkeypatch.setattr(search, "experiment_metric", lambda root, name, space, base: {
-        "smape": float(name.rsplit("-", 1)[1]), "pruned": False})
+    monkeypatch.setattr(search_runs, "DVC", [sys.executable, str(fake)])
+    def metric(root, name, space, base):
+        return {"smape": float(name.rsplit("-", 1)[1]), "pruned": False}
+    for module in (search_runs, search_study):   # a trial's, and a settled one's
+        monkeypatch.setattr(module, "experiment_metric", metric)
 
 
 def test_the_loop_records_a_crash_and_goes_on_counts_every_workers_trials_and_writes_the_table(
@@ -100,21 +108,21 @@ def test_the_loop_records_a_crash_and_goes_on_counts_every_workers_trials_and_wr
     table lists every trial. No Optuna ExperimentalWarning on the way. The help names the
     command the trial ran."""
     root = _repo(tmp_path)
-    space = tuning.read_space(_write(root, {**GOOD, "storage": str(tmp_path / "j.journal")}))
+    space = search_space.read_space(_write(root, {**GOOD, "storage": str(tmp_path / "j.journal")}))
     space.path = Path("space.yaml")
-    other = search.make_study(space, str(tmp_path / "j.journal")).ask()   # another worker's
-    tuning.suggest(other, space.space)
+    other = search_study.make_study(space, str(tmp_path / "j.journal")).ask()   # another worker's
+    search_space.suggest(other, space.space)
     _fake_dvc(monkeypatch, tmp_path, crash="s-001")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert search.tune(space, root) == 3
+        assert search_study.tune(space, root) == 3
     out = capsys.readouterr()
     assert not [w for w in caught if issubclass(w.category,
                                                 optuna.exceptions.ExperimentalWarning)]
     assert "trial 1 failed: dvc exp run exited 1: RuntimeError: the stage's own bug" in out.err
     assert re.findall(r"trial (\d) \((\d)/4 done\)", out.out) == [("2", "1"), ("3", "2"),
                                                                  ("4", "3")]
-    study = optuna.load_study(study_name="s", storage=tuning.open_storage(
+    study = optuna.load_study(study_name="s", storage=search_storage.open_storage(
         str(tmp_path / "j.journal")))
     assert study.trials[1].state == Trial.FAIL
     assert study.trials[1].user_attrs["fail_reason"] == "RuntimeError: the stage's own bug"
@@ -126,7 +134,7 @@ def test_the_loop_records_a_crash_and_goes_on_counts_every_workers_trials_and_wr
     assert float(rows[3]["train.lr"]) == study.trials[3].params["train.lr"]
     # the help's command is the one the trial ran
     with pytest.raises(SystemExit):
-        search.main(["--help"])
+        tune_command.main(["--help"])
     shown = next(ln.strip() for ln in capsys.readouterr().out.splitlines() if "dvc exp" in ln)
     pattern = re.escape(shown).replace(re.escape("<value> ..."), r"\S+( -S \S+)*")
     ran = (root / "logs" / "s-002.log").read_text().splitlines()[0].removeprefix("$ ")
@@ -150,7 +158,7 @@ def test_ctrl_c_ends_the_trials_whole_process_group(tmp_path):
         while not (pids.exists() and pids.read_text()):
             time.sleep(0.05)
         time.sleep(0.3)
-        search.end_group(proc, grace=1.0)
+        search_runs.end_group(proc, grace=1.0)
         deadline = time.time() + 10                 # a killed process is gone soon after
         while time.time() < deadline and [p for p in map(int, pids.read_text().split())
                                           if _running(p)]:
@@ -174,8 +182,8 @@ def test_the_search_files_outputs_are_checked_before_any_trial(tmp_path):
                           ({"best": "f/best.yaml"}, "best: cannot create f"),
                           ({"table": "p"}, "table: cannot write p (a folder"),
                           ({"table": "/proc/self/trials.csv"}, "table: cannot")):
-        space = tuning.read_space(_write(root, {**GOOD, **change}))
+        space = search_space.read_space(_write(root, {**GOOD, **change}))
         with pytest.raises(UserInputError) as err:
-            search.check_outputs(root, space)
+            search_runs.check_outputs(root, space)
         assert words in str(err.value) and "\n" not in str(err.value), change
-    search.check_outputs(root, tuning.read_space(_write(root, GOOD)))
+    search_runs.check_outputs(root, search_space.read_space(_write(root, GOOD)))

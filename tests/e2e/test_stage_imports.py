@@ -129,7 +129,7 @@ def test_the_baselines_field_loads_torch_only_for_the_zero_shot_prior():
     """Running, not only imported: the field of the default baselines leaves torch unloaded
     (a second or more of every baselines stage); naming the prior's zero-shot loads it."""
     code = ("import json, sys; from attn_forecast.config.load import parse_params; "
-            "from attn_forecast.pipeline.field import field_of; out = []\n"
+            "from attn_forecast.pipeline.baselines import field_of; out = []\n"
             "for names in (['naive', 'ets', 'theta', 'ridge'], ['naive', 'zeroshot']):\n"
             "    chosen, _ = field_of(parse_params({'evaluate': {'baselines': names, "
             "'blend': [], 'season': 12}}), 12, False, 'models/pretrained.pt', jobs=1)\n"

@@ -29,8 +29,9 @@ import optuna
 import pytest
 import yaml
 
-from attn_forecast.commands import tune as search
-from attn_forecast.pipeline import tuning
+from attn_forecast.search import space as search_space
+from attn_forecast.search import storage as search_storage
+from attn_forecast.search import study as search_study
 from conftest import ROOT, Project, kill_processes_under, processes_under
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -235,11 +236,11 @@ def test_a_study_resumed_with_another_search_space_is_refused(searchable):
     refused before any trial, the study, the table and the best untouched."""
     proj = searchable
     journal = proj.path / "competitions/tune/study.journal"
-    space = tuning.read_space(proj.path / "competitions/tune/space.yaml")
-    study = search.make_study(space, str(journal))
-    with tuning.quiet():
+    space = search_space.read_space(proj.path / "competitions/tune/space.yaml")
+    study = search_study.make_study(space, str(journal))
+    with search_storage.quiet():
         trial = study.ask()
-    tuning.suggest(trial, space.space)
+    search_space.suggest(trial, space.space)
     study.tell(trial, 12.0)
     (proj.path / "competitions/tune/best.yaml").write_text("subset: other\n")
     before = journal.read_bytes()

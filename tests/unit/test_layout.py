@@ -4,14 +4,17 @@ evaluation, report) imports config or pipeline (a library function takes plain a
 every file holds one job, at most 400 lines, and no module is named for how it is wired."""
 from __future__ import annotations
 
+import ast
+import importlib
+
 import pytest
 
-from conftest import PKG, imports, module_file
+from conftest import PKG, ROOT, imports, module_file
 
 LIBRARY = ("data", "model", "training", "forecasters", "evaluation", "report")
 # the order of the floors: a package may import those before it, never those after it
 FLOORS = ("errors", "io", "cpu", "progress", "engine", "data", "model", "training", "forecasters",
-          "evaluation", "report", "config", "pipeline", "stage", "commands", "cli")
+          "evaluation", "report", "config", "pipeline", "search", "stage", "commands", "cli")
 
 
 def _modules() -> list[str]:
@@ -83,8 +86,8 @@ def test_no_library_module_imports_config_or_pipeline(package):
 
 def test_the_walker_sees_an_upward_import():
     """The check can fail: the pipeline imports the config (an arrow the floors allow)."""
-    assert "attn_forecast.config.load" in _graph()["attn_forecast.pipeline.data"] or \
-        "attn_forecast.config.checks" in _graph()["attn_forecast.pipeline.data"]
+    assert "attn_forecast.config.load" in _graph()["attn_forecast.pipeline.prepare"] or \
+        "attn_forecast.config.checks" in _graph()["attn_forecast.pipeline.prepare"]
 
 
 def test_every_file_is_at_most_400_lines_and_named_for_what_it_holds():
@@ -94,3 +97,19 @@ def test_every_file_is_at_most_400_lines_and_named_for_what_it_holds():
     names = {f.stem for f in PKG.rglob("*.py")}
     assert not names & {"wiring", "wiring_torch", "rules", "table", "runtime", "utils", "misc",
                         "helpers"}
+
+
+# where a stage's step lives when it is not pipeline/<stage>.py: the search's trial
+STEP_HOMES = {"competition_trial": "search.trial"}
+
+
+@pytest.mark.parametrize("script", sorted(p.stem for p in (ROOT / "stages").glob("*.py")))
+def test_each_stage_script_launches_the_step_of_its_own_module(script):
+    """stages/<name>.py is a launcher: its arguments parsed, then the ``step`` of the module
+    named after it (pipeline/<name>.py), which holds the stage's whole work; it imports
+    nothing else of the project but ``stage``."""
+    home = f"attn_forecast.{STEP_HOMES.get(script, f'pipeline.{script}')}"
+    tree = ast.parse((ROOT / "stages" / f"{script}.py").read_text())
+    froms = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert froms - {"__future__", "attn_forecast"} == {home}
+    assert callable(getattr(importlib.import_module(home), "step", None))

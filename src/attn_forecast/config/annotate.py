@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from ..forecasters.names import listed
 from .profiles import COMPETITION_PARAMS, LATER, competition_settings, profiles
 from .schema import default
 
@@ -24,6 +25,8 @@ SUBSETS = ("yearly", "quarterly", "monthly", "other")
 WIDTH = 99          # the longest line
 COLUMN = 24         # where a continuation line's "#" stands
 _KEY = re.compile(r"^(?P<indent> *)(?P<name>\w+): (?P<value>\S+)(?P<gap> +)# ?(?P<text>.*)$")
+# the keys whose description is generated too (from the registry of forecasters)
+DESCRIBED = {"evaluate.baselines": lambda: f"a list of: {listed()}"}
 _MORE = re.compile(r"^ {%d}# ?(?P<text>.*)$" % COLUMN)
 
 
@@ -92,7 +95,7 @@ def annotated(text: str, root: str | Path = ".") -> str:
             parts.append(_MORE.match(lines[i])["text"])
             i += 1
         key = ".".join(sections)
-        desc = _description(" ".join(parts))
+        desc = DESCRIBED[key]() if key in DESCRIBED else _description(" ".join(parts))
         head = f"{m['indent']}{m['name']}: auto"
         head += " " * max(1, COLUMN - len(head))
         out += _wrapped(head, f"{desc}; {meaning(key, root)}" if desc else meaning(key, root))

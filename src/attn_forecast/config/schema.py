@@ -15,7 +15,8 @@ from pydantic import (AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field
                       PlainValidator, Strict, model_validator)
 from pydantic_core import PydanticCustomError
 
-from ..forecasters.names import FUTURE_MEMBERS, NAMES
+from ..engine import ENGINES, LOCAL
+from ..forecasters.names import FUTURE_MEMBERS, NAMES, WQL_LEVELS
 from ..model.settings import ModelSettings
 from ..training.settings import TrainSettings
 
@@ -179,7 +180,7 @@ BlendMember = Literal[("model", *FUTURE_MEMBERS)]  # type: ignore[valid-type]
 
 # the levels every forecaster forecasts and the intervals are scored at: the nine the field's
 # WQL averages over (fev, Chronos) and the 95 % interval's two (the M4 competition's MSIS)
-LEVELS = (0.025, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.975)
+LEVELS = (0.025, *WQL_LEVELS, 0.975)
 
 
 class EvaluateParams(Section):
@@ -191,7 +192,7 @@ class EvaluateParams(Section):
     conformal: Literal["none", "split"] = "split"  # split: calibrate on the calibration part
     # where the statistical field runs: local (this machine's processes) or dask (the cluster at
     # engine_address; '' = one embedded here, a worker per core)
-    engine: Literal["local", "dask"] = "local"
+    engine: Literal[ENGINES] = LOCAL  # type: ignore[valid-type]
     engine_address: str = ""
     # forecasters averaged into one more, named by their names: model+comb, model+ets+theta
     combinations: list[Annotated[str, Field(pattern=r"^\w+(\+\w+)+$")]] = \
@@ -218,7 +219,7 @@ Generator = Literal["kernel", "ets", "arima", "trend_season"]
 PRIOR_MODEL = {"d_model": 64, "n_heads": 4, "n_layers": 3, "ffn_dim": 128, "residual": True,
                "pooling": "mean", "instance_norm": "revin", "revin_affine": False,
                "patch_len": 8, "patch_stride": 4,
-               "quantiles": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]}
+               "quantiles": list(WQL_LEVELS)}    # the prior's head: the field's nine
 PRIOR_TRAIN = {"seed": 0, "epochs": 60, "batch_size": 256, "lr": 0.001, "scheduler": "cosine",
                "warmup_epochs": 2, "grad_clip": 1.0, "augment_noise": 0.0, "ensemble": 1}
 

@@ -28,9 +28,9 @@ import math
 
 import numpy as np
 
+from ..forecasters.names import WQL_LEVELS
 from ..forecasters.protocol import at_levels, central_intervals, nested
 
-WQL_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)   # fev's and Chronos' nine
 MSIS_PCT = 95                                                  # the M4 competition's interval
 
 

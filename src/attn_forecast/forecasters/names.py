@@ -1,6 +1,10 @@
 """Every forecaster's name, in one place, as plain data (no imports: the params schema reads
-it without pulling the forecasters in): the statistical ones, the combinations by their
-members, every baseline, the blend's possible members."""
+it without pulling the forecasters in): the quantile levels they forecast, the statistical
+ones, the combinations by their members, every baseline, the blend's possible members."""
+
+# the quantile levels the field's WQL averages over (fev's and Chronos' nine): the prior's
+# head, and with the 95 % interval's two, every forecaster's (evaluate.quantiles)
+WQL_LEVELS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 # StatsForecast's models by name, as statistical.make builds them (one entry adds a
 # statistical forecaster): its class, the settings it is built with, the longest season it is
@@ -31,6 +35,12 @@ NAMES = ("naive", "seasonal_naive", "naive2", "mean", "ridge", *STAT_FORECASTERS
          *COMBINATIONS, "zeroshot")
 # what the forecast command can refit on a whole series (a blend's members beside the model)
 FUTURE_MEMBERS = ("naive", "seasonal_naive", "naive2", "mean", *STAT_FORECASTERS)
+# what a name means where the name alone does not say (params.yaml's list of them says it)
+MEANING = {"naive2": "naive on the seasonally adjusted series", "ses": "simple exponential "
+           "smoothing", "dot": "dynamic optimized theta", "ces": "complex exponential smoothing",
+           "m4_ses": "M4's SES on the seasonally adjusted series", "m4_holt": "M4's Holt",
+           "m4_damped": "M4's damped Holt", "zeroshot": "the prior, models/pretrained.pt, not "
+           "trained on the data"}
 # the blend's name, and the forecast to use: the blend where there is one, else the model
 BLEND = "blend"
 TO_USE = (BLEND, "model")
@@ -39,3 +49,13 @@ TO_USE = (BLEND, "model")
 def to_use(present) -> str:
     """The forecast to use among the forecasters ``present`` (names with forecasts)."""
     return next((n for n in TO_USE if n in present), "model")
+
+
+def listed() -> str:
+    """Every baseline's name as params.yaml lists them: what it means where the name does not
+    say, a combination with its members."""
+    def one(n: str) -> str:
+        if n in COMBINATIONS:
+            return f"{n} (mean of {', '.join(COMBINATIONS[n])})"
+        return f"{n} ({MEANING[n]})" if n in MEANING else n
+    return ", ".join(one(n) for n in NAMES)

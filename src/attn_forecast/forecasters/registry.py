@@ -3,7 +3,7 @@ StatsForecast's SES, ETS, Theta, Dynamic Optimized Theta, CES, ARIMA and the M4 
 (statistical.py); the combinations of :data:`COMBINATIONS`: ``comb``, the equal-weight mean of
 ARIMA, ETS, CES and Dynamic Optimized Theta, ``m4_comb`` the M4 competition's Comb. The one
 baseline that needs torch, ``zeroshot`` (the prior, zeroshot.py), is added by whoever has the
-prior (pipeline/field.py), so that fitting the statistical field never depends on the
+prior (pipeline/baselines.py), so that fitting the statistical field never depends on the
 model's code."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .combination import Combination
 from .protocol import Forecast, Forecaster
 from .ridge import Ridge
 from .simple import Mean, Naive, Naive2, SeasonalNaive
-from .names import COMBINATIONS
+from .names import COMBINATIONS, STATISTICAL
 from .statistical import Stat
 
 
@@ -31,46 +31,52 @@ class Unavailable:
         return Forecast(np.full((len(ends), store.horizon), np.nan))
 
 
-# the forecasters that fit nothing but the series' own values, by name, built from the data's
-# season (seasonal naive only where there is one); the statistical ones: names.STATISTICAL
-SIMPLE = {"naive": lambda season: Naive(), "seasonal_naive": SeasonalNaive,
-          "naive2": Naive2, "mean": lambda season: Mean()}
+def _seasonal_naive(season: int, **_) -> list:
+    return [SeasonalNaive(season) if season > 1 else Unavailable("seasonal_naive", "no season")]
+
+
+def _ridge(ridge_alpha: float, features: bool, **_) -> list:
+    """Ridge on the window; with past covariates, ``ridge_features`` beside it."""
+    return [Ridge(ridge_alpha)] + ([Ridge(ridge_alpha, features=True)] if features else [])
+
+
+def _statistical(name: str):
+    return lambda season, engine, **_: [Stat(name, season, engine=engine)]
+
+
+def _combination(name: str):
+    return lambda **_: [Combination(name, list(COMBINATIONS[name]))]
+
+
+# every baseline that is built here, by name -> its constructor: it takes the run's settings
+# (keywords: season, ridge_alpha, features, engine; each reads those it needs) and returns
+# its forecasters. A statistical one is an entry of names.STATISTICAL, a combination one of
+# names.COMBINATIONS; zeroshot is given (the prior: see the module docstring)
+REGISTRY = {"naive": lambda **_: [Naive()], "seasonal_naive": _seasonal_naive,
+            "naive2": lambda season, **_: [Naive2(season)], "mean": lambda **_: [Mean()],
+            "ridge": _ridge, **{n: _statistical(n) for n in STATISTICAL},
+            **{c: _combination(c) for c in COMBINATIONS}}
 
 
 def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bool,
               jobs: int = 1, given: dict[str, Forecaster] | None = None,
               engine: Engine | None = None) -> tuple[list[Forecaster], dict[str, str]]:
-    """The baselines ``names`` as forecasters, in their order, and those that cannot run here
-    with the reason (seasonal naive without a season). With past covariates, ``ridge`` brings
-    ``ridge_features`` beside it. ``given``: forecasters built elsewhere, by name (the
+    """The baselines ``names`` as forecasters, in their order (a combination after the
+    others, its members fitted and scored too), and those that cannot run here with the reason
+    (seasonal naive without a season). ``given``: forecasters built elsewhere, by name (the
     zero-shot prior); a name neither built here nor given is left out. ``engine``: where the
     statistical ones run (default: ``jobs`` local processes)."""
     given = given or {}
-    engine = engine if engine is not None else Engine("local", jobs)
-    out, unavailable = [], {}
-    for name in names:
-        if name == "seasonal_naive" and season <= 1:
-            unavailable[name] = "no season"
-            out.append(Unavailable(name, unavailable[name]))
-        elif name in SIMPLE:
-            out.append(SIMPLE[name](season))
-        elif name in COMBINATIONS:
-            continue   # after the others, below
-        elif name in given:
+    settings = {"season": season, "ridge_alpha": ridge_alpha, "features": features,
+                "engine": engine if engine is not None else Engine(jobs=jobs)}
+    out: list = []
+    for name in [n for n in names if n not in COMBINATIONS] + \
+            [c for c in COMBINATIONS if c in names]:
+        if name in given:
             out.append(given[name])
-        elif name == "zeroshot":
-            continue   # the prior's: see the module docstring
-        elif name == "ridge":
-            out += [Ridge(ridge_alpha)] + ([Ridge(ridge_alpha, features=True)] if features
-                                           else [])
-        else:
-            out.append(Stat(name, season, engine=engine))
-    for combo, members in COMBINATIONS.items():   # their members fitted (and scored) too
-        if combo in names:
+        elif name in REGISTRY:
             done = {f.name for f in out}
-            out += [Stat(m, season, engine=engine) for m in members if m not in done]
-            out.append(Combination(combo, list(members)))
-    return out, unavailable
-
-
-COMB = COMBINATIONS["comb"]
+            for member in COMBINATIONS.get(name, ()):
+                out += REGISTRY[member](**settings) if member not in done else []
+            out += REGISTRY[name](**settings)
+    return out, {f.name: f.reason for f in out if isinstance(f, Unavailable)}

@@ -147,7 +147,7 @@ class Stat:
     def __init__(self, name: str, season: int, jobs: int = 1,
                  engine: Engine | None = None) -> None:
         self.name, self.season = name, season
-        self.engine = engine if engine is not None else Engine("local", jobs)
+        self.engine = engine if engine is not None else Engine(jobs=jobs)
         self.jobs = self.engine.jobs
 
     def fit(self, store):

@@ -1,11 +1,17 @@
-"""The backtest_evaluate stage's steps: every fold's model forecasts and the baselines, fitted on
-the fold's training parts only, scored on the fold's test windows, then over the folds. No
-torch (but for the zero-shot prior)."""
+"""Stage backtest_evaluate's step: every fold's model forecasts and the baselines, fitted on
+the fold's training parts only, scored on the fold's test windows, then over the folds; the
+metrics file and the per-fold CSV. No torch (but for the zero-shot prior)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+
+from ..config.load import load_params
+from ..data.store_io import load as load_store, profile
+from ..io import CSV_DIGITS, read_json, rounded, write_csv, write_json
 
 from ..data import splits
 from ..evaluation import significance
@@ -14,7 +20,7 @@ from ..evaluation.scoring import evaluate, units
 from ..forecasters.names import BLEND
 from ..forecasters.run import run
 from ..forecasters.saved import load
-from .field import field_of
+from .baselines import field_of
 from .forecasting import check_data, parts, taus
 from .evaluate import combined
 
@@ -59,3 +65,22 @@ def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str 
         out["significance_blend"] = significance.compare(actual, points, store.horizon,
                                                          BLEND, unit=unit)
     return out, rows, names, warnings
+
+
+def step(params: str, prepared: str, folds: str, metrics: str, plot: str,
+         pretrained: str | None) -> dict:
+    """backtest_evaluate: the folds of ``folds`` (backtest_train's folder) scored ->
+    ``metrics`` (json) and ``plot`` (the headline score per fold, csv)."""
+    p = load_params(params, profile(prepared))
+    entries = read_json(Path(folds) / "folds.json")["folds"]
+    store = load_store(prepared) if entries else None
+    out, rows, names, warnings = score_folds(p, store, entries, Path(folds), prior=pretrained)
+    for line in warnings:
+        print(line, file=sys.stderr)
+    cols = ("fold", "origin", "model", "naive", "ridge")   # what dvc.yaml plots, always there
+    write_csv(plot, pd.DataFrame(rows, columns=[*cols, *(n for n in names if n not in cols)]),
+              digits=CSV_DIGITS)
+    write_json(metrics, rounded(out))
+    print(f"backtest_evaluate: {len(entries)} folds -> {metrics}" if entries else
+          f"backtest_evaluate: off (backtest.folds 0) -> {metrics}")
+    return out

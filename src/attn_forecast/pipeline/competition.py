@@ -1,9 +1,9 @@
-"""The competition pipeline's steps (competitions/dvc.yaml): one subset's params (every key
-auto: the competition profile, i.e. competitions/params.yaml's ``all`` and the subset's own
-section), its series prepared in memory, the statistical field's forecasts of their test
-parts (without torch: an edit of the model's code never refits ARIMA), and a stage's
-forecasts made twice, of its holdout and of the calibration cut, its intervals calibrated on
-the cut inside the stage (so the cut's forecasts are no output of their own)."""
+"""What the competition pipeline's stages (competitions/dvc.yaml; each one's step in
+pipeline/competition_<stage>.py) share: one subset's params (every key auto: the competition
+profile, i.e. competitions/params.yaml's ``all`` and the subset's own section), its series
+prepared in memory, and a stage's forecasts made twice, of its holdout and of the
+calibration cut, its intervals calibrated on the cut inside the stage (so the cut's forecasts
+are no output of their own)."""
 from __future__ import annotations
 
 import re
@@ -11,14 +11,14 @@ from pathlib import Path
 
 from ..config.load import SUBSETS, check_competition_file, profile, read_yaml, resolved
 from ..config.schema import Params
+from ..data.long_table import raw_of
 from ..data.store import Store
 from ..errors import ParamsError
-from ..forecasters.registry import baselines
-from ..forecasters.run import run
 from ..evaluation.calibration import calibrated_set
 from ..forecasters.saved import ForecastSet
-from .data import prepared
-from .forecasting import baselines_record, check_data, engine_of, parts, taus
+from .generate import chunks
+from .prepare import prepare
+from .forecasting import check_data
 
 __all__ = ["SUBSETS"]  # the competitions' subsets (config.load's), read by the stages
 
@@ -48,6 +48,14 @@ def subset_params(path: str | Path, subset: str, overrides: dict | None = None,
                                  str(err))) from None
 
 
+def prepared(p: Params, profile: dict, inputs: str = "data/external") -> Store:
+    """generate and prepare in memory (the competition pipeline's stages)."""
+    import pandas as pd
+    features = list(p.data.csv_feature_columns) if p.data.kind == "csv" else []
+    frame = pd.concat(list(chunks(p.data, inputs)), ignore_index=True)
+    return prepare(p, raw_of(frame, features), profile)
+
+
 def field_store(p: Params, prof: dict) -> Store:
     """The subset's series for the field: every series with a value before its test part
     (the statistical models read each series' whole history, not the model's windows; no
@@ -61,18 +69,6 @@ def field_store(p: Params, prof: dict) -> Store:
 def model_store(p: Params, prof: dict) -> Store:
     """The subset's series as the train stage's prepare would store them."""
     return prepared(p, {"name": prof["profile"], "resolved": prof})
-
-
-def statistical_field(p: Params, store: Store, season: int) -> ForecastSet:
-    """The field ``evaluate.baselines`` names but the zero-shot prior (its own stage), Naive2
-    forecasting the series a member cannot; run where evaluate.engine says (field.engine_of:
-    this machine's processes, or a Dask cluster)."""
-    e = p.evaluate
-    with engine_of(p) as engine:
-        chosen, _ = baselines([n for n in e.baselines if n != "zeroshot"], season=season,
-                              ridge_alpha=e.ridge_alpha, features=False, engine=engine)
-        return run(store, chosen, parts(p, store), taus(p),
-                   baselines_record(p, store, season), season=season, progress="field")
 
 
 def combination_members(p: Params) -> set[str]:
@@ -97,9 +93,3 @@ def on_both_cuts(path: str | Path, subset: str, store_of, forecast, keep
     (p, store, season, fs), (_, cut_store, _, cut) = made
     return calibrated_set(store, fs, cut_store, cut, season, keep(p, fs),
                           combination_members(p)), p, store
-
-
-def reported(p: Params, fs: ForecastSet) -> list[str]:
-    """The field's forecasters the leaderboard shows: those evaluate.baselines names (a
-    combination's members it does not name, the M4 benchmarks of m4_comb, are left out)."""
-    return [n for n in fs.names() if n in p.evaluate.baselines]

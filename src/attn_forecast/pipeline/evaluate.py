@@ -1,15 +1,25 @@
-"""The evaluate stage's steps: the saved forecasts checked against the params and data they
-were made for, then every forecaster (and each combination) scored on the same windows."""
+"""Stage evaluate's step: the saved forecasts checked against the params and data they were
+made for, then every forecaster (and each combination) scored on the same windows, and its
+files written: the headline metrics, every score, the tables, the blend and the intervals."""
 from __future__ import annotations
 
+import sys
+
+from ..config.load import load_params
 from ..config.schema import Params
 from ..data.store import Store
+from ..data.store_io import load, profile
 from ..errors import UserInputError
 from ..evaluation.calibration import CalibrationSet, with_point_quantiles
+from ..evaluation.metrics import headline
 from ..evaluation.scoring import Evaluation, evaluate
+from ..evaluation.tables import tables
 from ..forecasters.combination import blends_of, with_combinations
 from ..forecasters.names import BLEND
+from ..forecasters import saved
 from ..forecasters.saved import ForecastSet, merge
+from ..io import CSV_DIGITS, rounded, write_csv, write_json
+from .forecasting import baselines_record, check_data
 
 
 def check_fresh(fs: ForecastSet, base: ForecastSet, now: dict) -> None:
@@ -66,3 +76,35 @@ def blend_file(p: Params, store: Store, season: int, ev: Evaluation) -> dict:
     return {"members": blend.get("members", []), "rule": blend.get("rule"),
             "season": int(season), "mean": blend.get("mean", {}),
             "series": blend.get("series", {})}
+
+
+# the stage's outputs, each a path it is given (the tables' CSVs, then the JSON files)
+TABLES = ("by_series", "predictions", "predictions_plot", "horizon", "calibration", "fan")
+OUTPUTS = ("metrics", "detail", *TABLES, "blend", "intervals")
+
+
+def step(params: str, prepared: str, forecasts: str, baselines: str, **out: str) -> dict:
+    """evaluate: the model's ``forecasts`` and the ``baselines``' scored on the prepared store;
+    ``out``: a path for each of :data:`OUTPUTS`. Returns every score."""
+    p = load_params(params, profile(prepared))
+    store = load(prepared)
+    season = check_data(p, store)
+    model, base = saved.load(forecasts), saved.load(baselines)
+    check_fresh(model, base, baselines_record(p, store, season))
+    ev = score(p, store, model, base, season)
+    for line in ev.warnings:
+        print(line, file=sys.stderr)
+    made = tables(ev, store)
+    for name in TABLES:
+        write_csv(out[name], made[name], digits=CSV_DIGITS)
+    write_json(out["blend"], blend_file(p, store, season, ev))
+    write_json(out["intervals"], ev.intervals)
+    write_json(out["detail"], rounded(ev.metrics))
+    top = {**headline({n: ev.metrics[n] for n in ev.forecasts}), "n_test": ev.metrics["n_test"]}
+    write_json(out["metrics"], rounded(top))
+    key = "mase_mean" if ev.metrics["n_series"] > 1 else "rmse"
+    scores = " | ".join(f"{n} {m[key]:.4g}" if m else f"{n} n/a"
+                        for n, m in ((n, ev.metrics[n]) for n in ev.forecasts))
+    print(f"evaluate: {ev.metrics['n_series']} series, {ev.metrics['n_test']} test windows, "
+          f"{key} {scores} -> {out['metrics']}")
+    return ev.metrics

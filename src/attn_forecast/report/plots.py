@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 from matplotlib.colors import PowerNorm  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from ..forecasters.names import BLEND, NAMES  # noqa: E402
 from ..io import atomic_path  # noqa: E402
 
 STYLE = {
@@ -22,12 +23,17 @@ STYLE = {
     "axes.labelsize": 10, "legend.fontsize": 8, "xtick.labelsize": 8, "ytick.labelsize": 8,
     "axes.spines.top": False, "axes.spines.right": False,
 }
-COLORS = {"actual": "#333333", "model": "#d62728", "naive": "#1f77b4", "ridge": "#2ca02c",
-          "seasonal_naive": "#9467bd", "mean": "#8c564b", "ets": "#e377c2", "theta": "#17becf",
-          "arima": "#bcbd22", "ensemble": "#ff7f0e", "blend": "#e6550d",
-          "train": "#1f77b4", "val": "#ff7f0e", "cal": "#9467bd",
-          "test": "#2ca02c"}
-SPARE = ["#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896"]
+# the series' and the parts' colours; every forecaster's from its place in the registry
+# (forecasters/names.py: the model, the blend, an ensemble, then NAMES in order), so a new
+# forecaster has its own colour in every figure and every run
+PARTS = {"actual": "#333333", "train": "#1f77b4", "val": "#ff7f0e", "cal": "#9467bd",
+         "test": "#2ca02c"}
+PALETTE = ["#d62728", "#e6550d", "#ff7f0e", "#1f77b4", "#9467bd", "#7f7f7f", "#8c564b",
+           "#2ca02c", "#aec7e8", "#e377c2", "#17becf", "#98df8a", "#c5b0d5", "#bcbd22",
+           "#ffbb78", "#ff9896", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5"]
+COLORS = {**PARTS, **{n: PALETTE[i % len(PALETTE)]
+                      for i, n in enumerate(("model", BLEND, "ensemble", *NAMES))}}
+SPARE = ["#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"]
 
 
 def color(name: str, i: int = 0) -> str:

@@ -27,7 +27,7 @@ class Adam(Optimizer):
     add_param_group = Optimizer.add_param_group.__wrapped__
     zero_grad = Optimizer.zero_grad.__wrapped__
 
-    def __init__(self, params, lr: float = 1e-3, weight_decay: float = 0.0,
+    def __init__(self, params, lr: float, weight_decay: float = 0.0,
                  decoupled: bool = False, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8) -> None:
         super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,

@@ -15,7 +15,7 @@ every round; the weights of the best round are kept.
 ``p`` holds the corpus's settings (``generators``, ``series_per_round``, ``steps_per_round``,
 the lengths, ``min_context``...); the model's and the training's come as the library's own
 types (``ModelSettings`` for the longest context and horizon, ``TrainSettings``), built by the
-pipeline (pipeline/prior.py).
+pipeline (pipeline/pretrain.py).
 """
 from __future__ import annotations
 

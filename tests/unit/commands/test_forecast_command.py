@@ -16,7 +16,7 @@ from attn_forecast.model.settings import ModelSettings
 from attn_forecast.config.schema import DataParams
 from attn_forecast.data.sources import ohlcv
 from attn_forecast.forecasters.neural import ModelForecaster
-from attn_forecast.pipeline.data import source_record
+from attn_forecast.pipeline.generate import source_record
 from unit.commands.helpers import H, NAMES, _bars_store, _build, _scaler, _tiny
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

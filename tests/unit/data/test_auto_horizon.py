@@ -1,7 +1,7 @@
 """Unit tests for the auto horizon of real data: the frequency's horizon (M4's and GIFT-Eval's,
 data.frequency.horizon_for), the longest horizon every part still holds a window at
 (data.splits.longest_horizon), and what prepare records and builds with them
-(pipeline.data.frequency_horizon and prepare)."""
+(pipeline.prepare.frequency_horizon and prepare)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +13,8 @@ from attn_forecast.data import splits
 from attn_forecast.data.frequency import (DAY, DURATION_HORIZONS, MONTH_HORIZONS, NO_CALENDAR,
                                           Step, horizon_for, step_of)
 from attn_forecast.data.long_table import Raw, raw_of
-from attn_forecast.pipeline.data import chunks, frequency_horizon, prepare
+from attn_forecast.pipeline.generate import chunks
+from attn_forecast.pipeline.prepare import frequency_horizon, prepare
 
 PARTS = ("test", "val", "cal")
 
@@ -329,7 +330,7 @@ def test_a_backtest_fold_whose_validation_part_is_a_step_short_shortens_the_hori
     (17, its first half 8), so at 9 steps fold 1 of 3 holds no validation window: the
     horizon is 8, and the backtest that prepare's store then cuts holds every part."""
     from attn_forecast.evaluation.backtest import folds
-    from attn_forecast.pipeline.data import part_horizon
+    from attn_forecast.pipeline.prepare import part_horizon
     raw = _raw([_months("1949-01", 176)], [_airline_like(176)])
     p, prof = _params(backtest={"folds": 3})
     assert part_horizon(p, raw, 12, 24)["horizon"] == 9

@@ -1,7 +1,6 @@
 """Unit tests for attn_forecast.data.frequency: regular time steps and a forecast's times."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,6 @@ from attn_forecast.errors import DataError
 from attn_forecast.data.frequency import next_times
 from unit.data.helpers import FLAGS, _csv
 
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _regular(t, lengths=None, ids=None, keys=PARAMS_KEYS) -> str | None:
@@ -144,12 +142,8 @@ def test_no_step_across_two_series_counts():
         _regular(np.r_[a, np.delete(b, 2)], [6, 5], ids=["a", "b"])
 
 
-def test_the_generate_stage_checks_gaps_unless_allowed(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTN_FORECAST_NATIVE_CPU", "1")     # importing the stage pins nothing
-    spec = importlib.util.spec_from_file_location("generate_stage", ROOT / "stages" /
-                                                  "generate.py")
-    generate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generate)
+def test_the_generate_stage_checks_gaps_unless_allowed(tmp_path):
+    from attn_forecast.pipeline import generate
     path = _csv(tmp_path, "who,day,v\nx,2024-01-01,1\nx,2024-01-02,2\ny,2024-01-01,3\n"
                           "y,2024-01-03,4\ny,2024-01-04,5\n")
     d = DataParams(kind="csv", csv_path=str(path), csv_column="v", csv_time_column="day",

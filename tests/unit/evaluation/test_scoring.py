@@ -10,9 +10,7 @@ every forecast whose inputs lie before the poisoned values.
 """
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,7 +29,6 @@ from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 from attn_forecast.data.csv import read_table
 
-ROOT = Path(__file__).resolve().parents[3]
 TAUS = (0.1, 0.5, 0.9)
 N, W = 240, 12
 
@@ -359,15 +356,11 @@ def test_the_summary_names_an_unavailable_baseline_and_a_failed_one():
     assert "### Test metrics (" in md and "over 1 series" not in md
 
 
-def test_the_evaluate_stage_refuses_forecasts_made_with_other_settings(monkeypatch):
+def test_the_evaluate_stage_refuses_forecasts_made_with_other_settings():
     from attn_forecast.pipeline.forecasting import baselines_record
     from attn_forecast.errors import UserInputError
     from attn_forecast.config.schema import Params
-    monkeypatch.setenv("ATTN_FORECAST_NATIVE_CPU", "1")     # importing the stage pins nothing
-    spec = importlib.util.spec_from_file_location("evaluate_stage",
-                                                  ROOT / "stages" / "evaluate.py")
-    stage = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(stage)
+    from attn_forecast.pipeline import evaluate as stage
     p = Params()
     store = _store([_series(120, seed=14)], test=0.2)
     made = baselines_record(p, store, 24)

@@ -10,7 +10,8 @@ import pytest
 from attn_forecast.config.load import parse_params
 from attn_forecast.data.long_table import raw_of
 from attn_forecast.errors import UserInputError, naming
-from attn_forecast.pipeline.data import chunks, prepare
+from attn_forecast.pipeline.generate import chunks
+from attn_forecast.pipeline.prepare import prepare
 from attn_forecast.pipeline.keys import PARAMS_KEYS
 
 
@@ -71,7 +72,7 @@ def test_auto_never_picks_a_norm_the_window_the_user_set_cannot_hold(capsys):
 
 
 def test_a_baseline_without_a_season_says_what_auto_found():
-    from attn_forecast.pipeline.field import field_of
+    from attn_forecast.pipeline.baselines import field_of
     p = parse_params({"data": {"kind": "csv", "csv_path": "x.csv"}})
     assert p.evaluate.season == "auto"
     _, unavailable = field_of(p, 0, False, None)
@@ -85,7 +86,7 @@ def test_the_train_line_names_the_pinball_loss_only_for_a_quantile_head():
     import torch
     from types import SimpleNamespace
     from attn_forecast.model.settings import ModelSettings
-    from attn_forecast.pipeline.model import summary
+    from attn_forecast.pipeline.training import summary
     res = SimpleNamespace(window=12, loss="mse", history=[{"train_loss": 0.5}], best_epoch=1,
                           seconds=1.0, windows_per_s=10.0)
     store, dist = SimpleNamespace(n_series=1), SimpleNamespace(world=1, device="cpu")

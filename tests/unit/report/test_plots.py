@@ -9,7 +9,7 @@ import pytest
 from attn_forecast.report import plots
 from attn_forecast.config.load import parse_params
 from attn_forecast.config.schema import Params
-from attn_forecast.pipeline.report import settings_rows
+from attn_forecast.pipeline.render import settings_rows
 from attn_forecast.report.summary import summary_markdown
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
@@ -223,9 +223,14 @@ def test_summary_markdown_lstm_and_csv_settings():
 
 # ---------------------------------------------------------------- readable axes and colours
 def test_every_forecaster_has_its_own_colour():
-    names = ["model", "naive", "seasonal_naive", "mean", "ridge", "ets", "theta", "arima"]
+    """Every name of the registry (forecasters/names.py) has a colour of its own, so a new
+    forecaster needs no edit here; the default figures' colours stay as they were."""
+    from attn_forecast.forecasters.names import BLEND, NAMES
+    names = ["model", BLEND, *NAMES]
     colours = [plots.color(n) for n in names]
     assert len(set(colours)) == len(names)
+    assert (plots.color("model"), plots.color("naive"), plots.color("ets")) == \
+        ("#d62728", "#1f77b4", "#e377c2")
     assert plots.color("something_new", 0) != plots.color("something_new", 1)
 
 

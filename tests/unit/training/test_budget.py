@@ -77,7 +77,7 @@ def test_a_season_longer_than_a_window_is_a_one_line_error():
     from types import SimpleNamespace
 
     from attn_forecast.pipeline.forecasting import check_data
-    from attn_forecast.pipeline.model import member_settings, model_settings
+    from attn_forecast.pipeline.training import member_settings, model_settings
     p = parse_params({"model": {"instance_norm": "seasonal", "lookbacks": [6, 24]},
                       "prepare": {"window": 24, "horizon": 18}, "evaluate": {"season": 12}})
     store = SimpleNamespace(auto={}, window=24, horizon=18,

@@ -1,47 +1,26 @@
-"""The data steps the stages share: the long table's chunks of what ``data.kind`` names
-(generate), the prepared store from the long table with what ``auto`` chose from the data
-(prepare), and both in memory for the competition pipeline's stages."""
+"""Stage prepare's step: every series cut into its parts, transformed and scaled by its
+training part, with what ``auto`` chose from the data (window, season, horizon); the store
+saved, its lines printed."""
 from __future__ import annotations
 
 import copy
 import dataclasses
-import os
-from pathlib import Path
+import sys
 
 import numpy as np
 
 from ..config.checks import check_patches
-from ..config.schema import DataParams, Params
-from ..data import seasons, sources, splits, transforms
+from ..config.load import load_with_choices
+from ..config.schema import Params
+from ..data import seasons, splits, transforms
 from ..data.build import build
-from ..data.csv import read_table
-from ..data.frequency import Step, check_frame_regular, horizon_for, step_of
-from ..data.long_table import Raw, raw_of
+from ..data.frequency import Step, horizon_for, step_of
+from ..data.long_table import Raw, read_long
 from ..data.store import Store
+from ..data.store_io import save
 from ..errors import ParamsError, SettingError
 from .forecasting import check_data, check_norm
-
-
-def csv_options(d: DataParams) -> dict:
-    """How ``data`` reads a CSV, as read_table keywords (saved in the checkpoint, so the
-    forecast command reads a file the same way)."""
-    return {"column": d.csv_column, "time_column": d.csv_time_column,
-            "id_column": d.csv_id_column, "missing": d.missing,
-            "time_format": d.csv_time_format, "sep": d.csv_sep, "decimal": d.csv_decimal,
-            "thousands": d.csv_thousands, "features": list(d.csv_feature_columns),
-            "default_id": d.csv_column}
-
-
-def source_record(d: DataParams) -> dict:
-    """What the data was, for the checkpoint and the summary."""
-    if d.kind == "csv":
-        return {"kind": "csv", "path": d.csv_path, **csv_options(d), "time_gaps": d.time_gaps}
-    # the generate stage's own table (data/raw/series.csv) reads back as it was written
-    many = d.kind in ("panel", "competition")
-    return {"kind": d.kind, "column": "value", "time_column": "t",
-            "id_column": "id" if many else "",
-            **({"competition": d.competition, "subset": d.subset, "holdout": d.holdout}
-               if d.kind == "competition" else {})}
+from .generate import source_record
 
 
 def fracs(p: Params) -> dict:
@@ -49,55 +28,7 @@ def fracs(p: Params) -> dict:
             "blend": bool(p.evaluate.blend)}   # the validation part's second half: the blend's
 
 
-def check_inside(csv_path: str, folder: str) -> None:
-    """The CSV must sit in the folder the generate stage depends on, so that editing it
-    reruns the pipeline."""
-    path, root = Path(csv_path).resolve(), Path(folder).resolve()
-    if root != path and root not in path.parents:
-        raise ParamsError(f"data.csv_path must be inside {folder}/ (the folder the generate "
-                          f"stage depends on, so edits rerun the pipeline), got {csv_path!r}")
 
-
-def check_visible(csv_path: str) -> None:
-    """A CSV an experiment run in a temporary copy of the repository cannot see: `dvc exp run
-    --temp` (or --queue) copies what git holds, and a new file the user has not committed is
-    in their workspace (DVC_ROOT) only."""
-    root = os.environ.get("DVC_ROOT")
-    if Path(csv_path).exists() or not root or not os.environ.get("DVC_EXP_BASELINE_REV") \
-            or Path(root).resolve() == Path.cwd().resolve():
-        return
-    if (Path(root) / csv_path).is_file():
-        raise ParamsError(
-            f"data.csv_path: {csv_path} is in your workspace but not in git, and a --temp or "
-            f"--queue experiment runs in a copy of what git holds: `git add {csv_path}` and "
-            "commit it (or `dvc add` it), or run `dvc exp run` without --temp")
-
-
-def chunks(d: DataParams, inputs: str):
-    """The data ``data.kind`` names, as DataFrames of the long table (a note on stdout of the
-    calendar gaps a CSV's time column skips)."""
-    if d.kind == "csv":
-        check_inside(d.csv_path, inputs)
-        check_visible(d.csv_path)
-        frame = read_table(d.csv_path, **csv_options(d))
-        if d.csv_time_column and d.time_gaps == "error":
-            note = check_frame_regular(frame, d.csv_path)
-            if note:
-                print(f"note: {note}")
-        return [frame]
-    if d.kind == "competition":
-        return [sources.competition(d.competition, d.subset, d.holdout)]
-    if d.kind == "panel":
-        return sources.panel(d.n_series, d.n_points, d.panel_min_points, d.seed, d.noise_std,
-                             d.trend)
-    if d.kind == "seasonal":
-        return [sources.seasonal(d.n_points, d.noise_std, d.seed, trend=d.trend,
-                                 period1=d.period1, amplitude1=d.amplitude1,
-                                 period2=d.period2, amplitude2=d.amplitude2)]
-    if d.kind == "random_walk":
-        return [sources.random_walk(d.n_points, d.seed, start_price=d.start_price,
-                                    drift=d.drift, volatility=d.volatility)]
-    return [sources.sine(d.n_points, d.noise_std, d.seed)]
 
 
 def horizon_of(p: Params, raw: Raw) -> int | None:
@@ -265,13 +196,6 @@ def prepare(p: Params, raw: Raw, profile: dict, auto_keys=frozenset()) -> Store:
     return store
 
 
-def prepared(p: Params, profile: dict, inputs: str = "data/external") -> Store:
-    """generate and prepare in memory (the competition pipeline's stages)."""
-    import pandas as pd
-    features = list(p.data.csv_feature_columns) if p.data.kind == "csv" else []
-    frame = pd.concat(list(chunks(p.data, inputs)), ignore_index=True)
-    return prepare(p, raw_of(frame, features), profile)
-
 
 def report(store: Store, p: Params, profile: str, chosen: dict) -> tuple[list[str], list[str]]:
     """prepare's lines: the windows, what auto chose, the season; and its warnings (series
@@ -304,3 +228,20 @@ def report(store: Store, p: Params, profile: str, chosen: dict) -> tuple[list[st
         if store.dropped["count"] else []
     return lines, warnings
 
+
+
+def step(params: str, series: str, out: str) -> None:
+    """prepare: the long table ``series`` -> the store folder ``out``; its lines on stdout,
+    its warnings (series left out) on stderr."""
+    p, chosen, prof = load_with_choices(params)
+    profile = {"name": prof["profile"], "resolved": prof}   # what every later stage resolves by
+    d = p.data
+    raw = read_long(series, d.csv_feature_columns if d.kind == "csv" else [])
+    store = prepare(p, raw, profile, auto_keys=set(chosen))
+    del raw
+    save(out, store)
+    lines, warnings = report(store, p, profile["name"], chosen)
+    lines[0] += f" -> {out}"
+    print("\n".join(lines))
+    for line in warnings:
+        print(line, file=sys.stderr)

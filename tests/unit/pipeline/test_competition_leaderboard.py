@@ -10,7 +10,8 @@ import pytest
 from attn_forecast.evaluation.scoring import Evaluation
 from attn_forecast.pipeline.competition import field_store, model_store, subset_params
 from attn_forecast.pipeline.forecasting import check_data
-from attn_forecast.pipeline.leaderboard import leaderboard, published
+from attn_forecast.pipeline.competition_leaderboard import leaderboard, rows
+from attn_forecast.report.leaderboard import published
 from attn_forecast.report.leaderboard import markdown
 from conftest import ROOT
 
@@ -92,3 +93,19 @@ def test_the_targets_say_met_only_where_every_figure_is_below():
     assert "**met**" in behind[1]                     # below this project's Theta everywhere
     assert "N-BEATS (12.37) over all (sMAPE): **met** (12.30)" in behind[2]
     assert "deep ensemble (12.27) over all (sMAPE): missed (12.30)" in behind[3]
+
+
+def test_the_rows_are_the_model_then_every_scored_forecaster_of_the_registry(monkeypatch):
+    """The leaderboard's rows come from the registry: the model and its combinations across
+    stages first, then each scored forecaster in forecasters/names.py's order (a forecaster
+    added there gets its row with no edit of the leaderboard)."""
+    from attn_forecast.pipeline import competition_leaderboard
+    ev = _evaluation(6, 3, 10.0, 11.0, seed=1)
+    ev.metrics["model+comb"] = ev.metrics["zeroshot"] = {"smape_mean": 1.0}
+    ev.metrics["comb"] = {}                                # not scored: no row
+    assert rows({"yearly": ev}, ["model+comb"]) == ["model", "model+comb", "naive2", "theta",
+                                                    "zeroshot"]
+    monkeypatch.setattr(competition_leaderboard, "NAMES",
+                        (*competition_leaderboard.NAMES, "holt"))
+    ev.metrics["holt"] = {"smape_mean": 2.0}
+    assert rows({"yearly": ev}, ["model+comb"])[-1] == "holt"

@@ -1,4 +1,4 @@
-"""Unit tests for attn_forecast.pipeline.prior: keeping the prior, and pretraining a tiny one."""
+"""Unit tests for attn_forecast.pipeline.pretrain: keeping the prior, and pretraining a tiny one."""
 from __future__ import annotations
 
 import copy
@@ -10,10 +10,10 @@ from attn_forecast.config.load import parse_params
 from attn_forecast.config.schema import TrainParams
 from attn_forecast.model import checkpoint
 from attn_forecast.model.networks import build_model
-from attn_forecast.pipeline.prior import EXECUTION, from_params, kept, learned
+from attn_forecast.pipeline.pretrain import EXECUTION, from_params, kept, learned
 from attn_forecast.training.corpus import competition_train_parts
 from attn_forecast.training.distributed import Distributed
-from attn_forecast.pipeline.prior import settings
+from attn_forecast.pipeline.pretrain import settings
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -1,33 +1,17 @@
-"""A hyperparameter search over a DVC pipeline, on Optuna's study/trial engine: the search
-file (``competitions/tune/space.yaml``) read and checked against the params schema, the study's
-storage opened (a journal file, or a database; both keep heartbeats, so a dead worker's trial is
-run again), and the hook a trial's training reports to by optimizer step, so that a trial going
-nowhere is pruned against the others at equal training progress.
-
-Each trial is one DVC experiment (:mod:`attn_forecast.commands.tune` runs them); no torch here.
-"""
+"""A search's file (``competitions/tune/space.yaml``): its study, storage, size, pipeline,
+params file, metric and the ranges of the keys it tries, each checked against the params
+schema before any trial; a trial's settings drawn from them, and its params file read back.
+No torch here."""
 from __future__ import annotations
 
-import contextlib
-import json
-import math
-import os
 import re
-import statistics
-import time
-import warnings
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ParamsError, UserInputError
 from ..config.load import read_yaml
+from ..errors import ParamsError, UserInputError
 
-TRIAL_ENV = "ATTN_FORECAST_TRIAL"   # {storage, study, trial, pruner, worker (its process)}
-HEARTBEAT_S = 60                    # every storage: a worker silent 3x this is dead
-BEAT = "heartbeat"                  # a journal trial's system attr: its worker's last beat
-BUDGET = "step_budget"              # a trial's user attr: the optimizer steps it trains at most
 SECTIONS = ("prepare", "model", "train", "evaluate")   # the sections a trial may set
 SAMPLERS = ("tpe", "random")
 PRUNERS = ("median", "none")
@@ -61,16 +45,6 @@ class Space:
         if self.storage.startswith("sqlite:///") and not self.storage[10:].startswith("/"):
             return "sqlite:///" + str((root / self.storage[10:]).resolve())
         return self.storage if "://" in self.storage else str((root / self.storage).resolve())
-
-
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
-    """Optuna's ExperimentalWarning off (heartbeats, TPE's constant liar: relied on here)."""
-    import optuna
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        warnings.filterwarnings("ignore", "Heartbeat of storage is supposed to be used with")
-        yield
 
 
 def _need(raw: dict, key: str, kind: type, where: str):
@@ -224,161 +198,6 @@ def suggest(trial, space: dict) -> dict[str, Any]:
         else:
             out[key] = trial.suggest_float(key, d.low, d.high, step=d.step, log=d.log)
     return out
-
-
-def step_plan(n_windows: int, batch: int, epochs: int, max_steps: int) -> tuple[int, int]:
-    """The training loop's optimizer steps over ``n_windows`` windows in batches of ``batch``
-    (resolved): per epoch, and in all (``epochs`` of them, at most ``max_steps``; 0: no cap)."""
-    per_epoch = -(-n_windows // max(batch, 1))
-    return per_epoch, min(epochs * per_epoch, max_steps) if max_steps else epochs * per_epoch
-
-
-def value_at(trial, step: int) -> float | None:
-    """A trial's score as of optimizer step ``step``: its last report at or before it."""
-    seen = [s for s in trial.intermediate_values if s <= step]
-    return trial.intermediate_values[max(seen)] if seen else None
-
-
-def make_pruner(spec: dict):
-    """The search file's pruner: ``median`` or ``none``. The median pruner compares trials at
-    equal training progress, by optimizer step (a trial of larger batches takes fewer steps an
-    epoch): a trial whose score at step s is worse than the median of the finished trials'
-    scores as of step s (each one's last report at or before it) stops there, once ``startup``
-    trials finished, never in the first ``warmup`` of its step budget, never at its end."""
-    import optuna
-    from optuna.study import StudyDirection
-    from optuna.trial import TrialState
-    if spec.get("name") == "none":
-        return optuna.pruners.NopPruner()
-    startup, warmup = int(spec.get("startup", 5)), float(spec.get("warmup", 0.25))
-
-    class MedianAtStep(optuna.pruners.BasePruner):
-        def prune(self, study, trial) -> bool:
-            step, budget = trial.last_step, trial.user_attrs.get(BUDGET)
-            if step is None or not budget or step >= budget or step < warmup * budget:
-                return False
-            done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-                    if t.user_attrs.get(BUDGET)]       # reported by step (not by epoch)
-            value = trial.intermediate_values[step]
-            seen = [v for t in done if (v := value_at(t, step)) is not None and v == v]
-            if len(done) < startup or not (seen or math.isnan(value)):
-                return False
-            median = statistics.median(seen) if seen else math.nan
-            return math.isnan(value) or (value > median if study.direction ==
-                                         StudyDirection.MINIMIZE else value < median)
-    return MedianAtStep()
-
-
-def _journal(path: str):
-    """Optuna's JournalStorage of a file with the heartbeats a database keeps: a running
-    trial's worker records the time every ``HEARTBEAT_S`` s (a system attr); a trial whose last
-    beat (or start) is 3x that old is stale: ``fail_stale_trials`` fails it and queues it again
-    once. The times are the workers' clocks (on several machines: within a minute)."""
-    import optuna
-    from optuna.storages._heartbeat import BaseHeartbeat   # the interface RDBStorage has
-    from optuna.storages.journal import JournalFileBackend, JournalStorage
-    from optuna.trial import TrialState
-
-    class HeartbeatJournal(JournalStorage, BaseHeartbeat):
-        def record_heartbeat(self, trial_id: int) -> None:
-            self.set_trial_system_attr(trial_id, BEAT, time.time())
-
-        def _get_stale_trial_ids(self, study_id: int) -> list[int]:
-            now, out = time.time(), []
-            for t in self.get_all_trials(study_id, deepcopy=False, states=(TrialState.RUNNING,)):
-                beat = max(t.system_attrs.get(BEAT) or 0,   # (a retry keeps its first's)
-                           t.datetime_start.timestamp() if t.datetime_start else 0)
-                if beat and now - beat > 3 * HEARTBEAT_S:
-                    out.append(t._trial_id)
-            return out
-
-        def get_heartbeat_interval(self) -> int:
-            return HEARTBEAT_S
-
-        def get_heartbeat_stale_trial_callback(self):
-            return optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=1)
-    return HeartbeatJournal(JournalFileBackend(path))
-
-
-def open_storage(where: str, named: str = "storage"):
-    """An Optuna storage: a URL (``sqlite:////abs/study.db``, ``postgresql://...``: a
-    database) or a journal file (a path: Optuna's JournalFileBackend, which locks the file, so
-    workers on one machine or a shared file system share it); both with heartbeats. ``named``:
-    what the user calls it, for a one-line error (``--storage``)."""
-    import optuna
-    with quiet():
-        if "://" in where:
-            if where.startswith("sqlite:///"):
-                with contextlib.suppress(OSError):   # the database's own error says why
-                    Path(where[10:]).parent.mkdir(parents=True, exist_ok=True)
-            try:
-                return optuna.storages.RDBStorage(
-                    where, heartbeat_interval=HEARTBEAT_S, grace_period=3 * HEARTBEAT_S,
-                    heartbeat_stale_trial_callback=optuna.storages
-                    .RetryHeartbeatStaleTrialCallback(max_retry=1))
-            except Exception as err:  # noqa: BLE001  (any driver's error, as one line)
-                raise UserInputError(f"{named}: cannot open the study storage {where!r}: "
-                                     f"{str(err).splitlines()[0]}") from None
-        if Path(where).is_dir():
-            raise UserInputError(f"{named}: {where} is a folder; give the journal file's path "
-                                 f"(e.g. {Path(where) / 'study.journal'})")
-        try:
-            Path(where).parent.mkdir(parents=True, exist_ok=True)
-            return _journal(where)
-        except OSError as err:
-            raise UserInputError(f"{named}: cannot create the journal file {where} "
-                                 f"({err.strerror or err}: {err.filename})") from None
-
-
-class Pruned(Exception):
-    """A trial the pruner stopped: its last reported value, at that epoch and step."""
-
-    def __init__(self, value: float, epoch: int, step: int = 0) -> None:
-        super().__init__(f"pruned at step {step}, epoch {epoch} ({value:.4g})")
-        self.value, self.epoch, self.step = value, epoch, step
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:     # alive, another user's
-        pass
-    return True
-
-
-def trial_watch(score: Callable[[Any], float], per_epoch: int, budget: int
-                ) -> Callable[[dict, Any], None] | None:
-    """In a trial's stage (the search sets ``ATTN_FORECAST_TRIAL``): a training ``watch``
-    that reports ``score(model)`` after every epoch at its optimizer step (``per_epoch`` an
-    epoch, ``budget`` in all: :func:`step_plan`) and raises :class:`Pruned` when the pruner says
-    so, never at the last step (a trial that trained to the end is scored); a one-line error
-    once the worker that runs the trial is gone. None outside a search."""
-    spec = os.environ.get(TRIAL_ENV)
-    if not spec:
-        return None
-    import optuna
-    d = json.loads(spec)
-    storage = open_storage(d["storage"])
-    with quiet():
-        study = optuna.load_study(study_name=d["study"], storage=storage,
-                                  pruner=make_pruner(d.get("pruner") or {}))
-    trial_id = storage.get_trial_id_from_study_id_trial_number(
-        storage.get_study_id_from_name(d["study"]), int(d["trial"]))
-    trial = optuna.trial.Trial(study, trial_id)
-    trial.set_user_attr(BUDGET, int(budget))
-
-    def watch(row: dict, model) -> None:
-        epoch = int(row["epoch"])
-        if d.get("worker") and not _alive(worker := int(d["worker"])):
-            raise UserInputError(f"the search's worker (process {worker}) has ended; trial "
-                                 f"{d['trial']} stops at epoch {epoch}")
-        step, value = min(epoch * per_epoch, budget), float(score(model))
-        trial.report(value, step)
-        if step < budget and trial.should_prune():
-            raise Pruned(value, epoch, step)
-    return watch
 
 
 def trial_params(path: str | Path) -> tuple[str, dict]:

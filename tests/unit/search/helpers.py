@@ -1,4 +1,4 @@
-"""Helpers shared by the tests of the search (pipeline/tuning.py and commands/tune.py): a
+"""Helpers shared by the tests of the search (the search package and the tune command): a
 search file and its writer."""
 from __future__ import annotations
 

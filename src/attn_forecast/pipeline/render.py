@@ -1,7 +1,30 @@
-"""The render stage's steps that read params: the summary's table of settings."""
+"""Stage render's step: the figures and the Markdown summary (with its table of the settings
+that ran), from the evaluate and train outputs. No torch: arrays and CSVs only."""
 from __future__ import annotations
 
+from pathlib import Path
+
+import pandas as pd
+
+from ..config.load import load_params
 from ..config.schema import Params
+from ..data.store_io import load, profile
+from ..evaluation.metrics import ranked
+from ..io import read_json, read_npz, replace_files, write_text
+from ..report import figures
+from ..report.summary import summary_markdown
+
+# the stage's inputs, each a path it is given
+INPUTS = ("prepared", "history", "predictions", "horizon", "lags", "attention", "calibration",
+          "fan", "metrics", "backtest", "backtest_folds", "by_series")
+
+
+def text_ids(path: str) -> pd.DataFrame:
+    """A CSV with its ``id`` column as written ("NA", "001" and "1e3" stay text); the other
+    columns' NaN are missing values, as write_csv writes them."""
+    cols = pd.read_csv(path, nrows=0).columns
+    return pd.read_csv(path, dtype={"id": str}, keep_default_na=False,
+                       na_values={c: ["NaN", ""] for c in cols if c != "id"})
 
 
 def settings_rows(p: Params, metrics: dict, window: int | None = None,
@@ -54,3 +77,29 @@ def settings_rows(p: Params, metrics: dict, window: int | None = None,
             ("model", model),
             ("training", f"{t.optimizer} lr {t.lr}, {epochs}, batch {batch}, loss {t.loss}, "
                          f"scheduler {t.scheduler}, seed {t.seed}")]
+
+
+def step(params: str, figures_dir: str, summary: str, **inputs: str) -> None:
+    """render: the figures -> ``figures_dir`` (replaced at the end: a failed or interrupted run
+    leaves the previous ones), the summary -> ``summary``; ``inputs``: :data:`INPUTS`."""
+    i = inputs
+    p = load_params(params, profile(i["prepared"]))
+    store = load(i["prepared"])
+    metrics, backtest = read_json(i["metrics"]), read_json(i["backtest"])
+    by_series = text_ids(i["by_series"])
+    rows = ranked(by_series)
+    shown = {which: by_series["id"].iloc[r] for which, r in rows.items()}
+    data = figures.Inputs(store=store, history=pd.read_csv(i["history"]),
+                          predictions=text_ids(i["predictions"]), by_series=by_series,
+                          metrics=metrics, attention=read_npz(i["attention"]),
+                          lags=pd.read_csv(i["lags"]), horizon=pd.read_csv(i["horizon"]),
+                          calibration=pd.read_csv(i["calibration"]), fan=pd.read_csv(i["fan"]),
+                          folds=pd.read_csv(i["backtest_folds"]) if backtest.get("n_folds")
+                          else None, kind=p.model.kind, dpi=p.render.dpi)
+    with replace_files(figures_dir, "*.png") as fig_dir:
+        figures.draw_all(fig_dir, data, shown)
+    write_text(summary, summary_markdown(metrics, settings_rows(p, metrics, store.window,
+                                                                store.horizon),
+                                         p.model.kind, backtest, shown))
+    print(f"render: {len(list(Path(figures_dir).glob('*.png')))} figures -> {figures_dir}, "
+          f"summary -> {summary}")

@@ -1,4 +1,4 @@
-"""Unit tests for attn_forecast.pipeline.fold_training: a fold trained on its own scalers."""
+"""Unit tests for attn_forecast.pipeline.backtest_train: a fold trained on its own scalers."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from attn_forecast.model import checkpoint
 from attn_forecast.forecasters.saved import load
 from attn_forecast.data import splits
-from attn_forecast.pipeline.fold_training import train_fold
+from attn_forecast.pipeline.backtest_train import train_fold
 from attn_forecast.data.store_io import save
 from attn_forecast.model.settings import ModelSettings
 from attn_forecast.forecasters.neural import ModelForecaster

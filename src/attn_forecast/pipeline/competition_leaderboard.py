@@ -1,18 +1,25 @@
-"""The competition pipeline's leaderboard: every subset's forecasts (the model, the field, the
-zero-shot prior, their combinations) scored on the same series, their intervals calibrated on
-the subset's calibration cut (each stage's own; a combination across stages here, from its
-members' forecasts of the cut: a run that ends one horizon before the validation cut), then
-pooled the field's way: each subset's column and "all" as the mean
-over all forecasts (the published figures' rule) beside the mean over series; MASE, OWA, WQL,
-MSIS and the intervals' coverage; the fev aggregate (the geometric mean over M3's yearly,
+"""Stage leaderboard's step (the competition pipeline's): every subset's forecasts (the
+model, the field, the zero-shot prior, their combinations) scored on the same series, their
+intervals calibrated on the subset's calibration cut (each stage's own; a combination across
+stages here, from its members' forecasts of the cut: a run that ends one horizon before the
+validation cut), then pooled the field's way: each subset's column and "all" as the mean over
+all forecasts (the published figures' rule) beside the mean over series; MASE, OWA, WQL, MSIS
+and the intervals' coverage; the fev aggregate (the geometric mean over M3's yearly,
 quarterly and monthly tasks of each score relative to seasonal naive's); the sign test
-against Theta; the published figures beside (competitions/published/), never mixed in."""
+against Theta; the published figures beside (competitions/published/), never mixed in. Its
+rows: the model's, then every forecaster of the registry (forecasters/names.py) scored."""
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..config.schema import Params
+from ..forecasters import saved
+from ..forecasters.names import NAMES
+from ..io import rounded, write_json, write_text
 from ..data.store import Store
 from ..evaluation import intervals as Q
 from ..evaluation import metrics as M
@@ -22,7 +29,9 @@ from ..evaluation.scoring import Evaluation, evaluate
 from ..forecasters.protocol import Forecast, central_intervals
 from ..forecasters.saved import ForecastSet, merge, stored
 from ..forecasters.simple import fallback_for
-from ..report.leaderboard import published  # noqa: F401  (the stage reads it here)
+from ..report.leaderboard import markdown, test_runs
+from ..report.leaderboard import published as published_of
+from .competition import SUBSETS, field_store, subset_params
 from .forecasting import check_data
 
 INTERVAL_KEYS = ("wql", "msis", "coverage_80", "coverage_95", "n_interval_fallback",
@@ -221,3 +230,48 @@ def leaderboard(evaluations: dict[str, Evaluation], horizons: dict[str, int],
 
 def horizons_of(evaluations: dict[str, Evaluation]) -> dict[str, int]:
     return {s: int(np.asarray(ev.actual).shape[1]) for s, ev in evaluations.items()}
+
+
+def rows(evaluations: dict[str, Evaluation], combinations) -> list[str]:
+    """The leaderboard's rows: the model, its ``combinations`` across stages, then every
+    forecaster of the registry (forecasters/names.py: NAMES, in its order) scored anywhere."""
+    scored = {n for ev in evaluations.values() for n, m in ev.metrics.items()
+              if isinstance(m, dict) and m}
+    return [n for n in ("model", *combinations, *NAMES) if n in scored]
+
+
+def step(params: str, forecasts: str, metrics: str, table: str, published: str,
+         test_runs_file: str) -> dict:
+    """leaderboard: each subset's ``forecasts`` (<subset>/model.npz, field.npz, zeroshot.npz)
+    scored -> ``metrics`` (json), ``table`` (Markdown, with the ``published`` figures and the
+    runs that scored the test parts beside) and <subset>/combinations.npz."""
+    folder = Path(forecasts)
+    subsets = [s for s in SUBSETS["m3"] if (folder / s / "model.npz").is_file()]
+    evaluations, holdout, combos_named = {}, "test", ()
+    for s in subsets:
+        p, prof = subset_params(params, s)
+        holdout, combos_named = p.data.holdout, tuple(p.evaluate.combinations)
+        cp, cprof = subset_params(params, s, holdout="calibration")
+        sets = {k: saved.load(folder / s / f"{k}.npz") for k in ("model", "field", "zeroshot")}
+        store = field_store(p, prof)
+        cut_store = field_store(cp, cprof)
+        combos = combinations(p, store, sets, cut_store)
+        ev = evaluated(p, store, sets, cut_store, combos=combos)
+        for line in ev.warnings:
+            print(f"{s}: {line}", file=sys.stderr)
+        evaluations[s] = ev
+        # every scored forecast is committed: the combinations across stages, scored as stored
+        saved.save(folder / s / "combinations.npz", combos, compact=True)
+    names = rows(evaluations, combos_named)
+    board = leaderboard(evaluations, horizons_of(evaluations), names)
+    write_json(metrics, rounded(board))
+    command = "dvc repro competitions/dvc.yaml" + (
+        " (with competitions/params.yaml holdout: validation)" if holdout != "test" else "")
+    write_text(table, markdown(rounded(board), subsets, names, command, holdout,
+                               published_of(published), test_runs(test_runs_file)))
+    a = board.get("all", {})
+    print("leaderboard: " + ", ".join(f"{n} {a[n]['smape']:.2f} / {a[n].get('wql') or 0:.3f}"
+                                      for n in ("model", "model+comb", "theta", "comb")
+                                      if n in a)
+          + f" (sMAPE / WQL, over all forecasts) -> {metrics}")
+    return board

@@ -1,19 +1,24 @@
-"""The pretrain stage's steps: whether the committed prior was made with these settings (then
-it is kept), and pretraining it as ``params.pretrain`` says, with its record. Needs torch."""
+"""Stage pretrain's step: whether the committed prior was made with these settings (then it
+is kept), else pretraining it as ``params.pretrain`` says, with its record, history and
+metrics. Needs torch."""
 from __future__ import annotations
 
 import os
 import time
 
+from ..config.load import load_params
 from ..config.schema import Params
+from ..cpu import unpin_torch
+from ..io import write_columns, write_json
+from ..model import checkpoint
 from ..errors import UserInputError
-from ..model.checkpoint import read
 from ..model.settings import ModelSettings
 from ..training.corpus import competition_train_parts
-from ..training.distributed import peak_rss_mib
+from ..training.distributed import distributed, peak_rss_mib
 from ..training.pretrain import pretrain, summary
 from ..training.settings import TrainSettings
 from ..progress import Progress
+from .training import device
 
 # how a run executes, not what it learns: a change of these alone keeps the prior
 EXECUTION = ("device", "compile", "nproc", "threads", "live")
@@ -33,7 +38,7 @@ def kept(p: Params, paths: list[str]) -> bool:
     if not all(os.path.isfile(f) for f in paths):
         return False
     try:
-        made = read(paths[0], "the prior").get("pretrain") or {}
+        made = checkpoint.read(paths[0], "the prior").get("pretrain") or {}
     except UserInputError:   # an unreadable file is one to pretrain again
         return False
     return learned(made) == learned(p.pretrain.model_dump())
@@ -70,3 +75,32 @@ def from_params(p: Params, dist) -> tuple:
               "summary": summary(pp, t, model, history, time.perf_counter() - t0, dist,
                                  peak_rss_mib())}
     return model, history, record
+
+
+def step(params: str, model: str, history: str, metrics: str,
+         relaunch: tuple[str, list[str]]) -> list:
+    """pretrain (or keep) the prior -> ``model``, its per-round ``history`` and ``metrics``;
+    ``relaunch``: the stage's script and arguments, run again under torchrun when
+    ``pretrain.train.nproc`` > 1. Returns the per-round history ([] when kept)."""
+    p = load_params(params)
+    t = p.pretrain.train
+    if kept(p, [model, history, metrics]):
+        print(f"pretrain: {model} was made with these settings (pretrain in params.yaml): "
+              "kept; delete it to pretrain afresh")
+        return []
+    if t.compile:  # before torch's first operation
+        unpin_torch()
+    dist = distributed(t.nproc, device(t, "pretrain.train"), *relaunch)
+    net, rounds, record = from_params(p, dist)
+    if dist.rank != 0:
+        return rounds
+    checkpoint.save(model, net, record)
+    write_columns(history, {k: [row[k] for row in rounds]
+                            for k in ("round", "train_loss", "val_loss", "lr")}, 6)
+    write_json(metrics, record["summary"])
+    s = record["summary"]
+    print(f"pretrain: {s['parameters']:,} parameters, {s['rounds']} rounds x "
+          f"{p.pretrain.steps_per_round} steps of {t.batch_size} windows on {dist.device} "
+          f"in {s['seconds']:.0f} s ({s['windows_per_s']:,.0f} windows/s, peak "
+          f"{s['peak_mib']:.0f} MiB), validation pinball {s['val_loss']:.4f} -> {model}")
+    return rounds

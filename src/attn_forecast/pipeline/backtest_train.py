@@ -1,25 +1,26 @@
-"""The backtest_train stage's steps: the folds to train (those whose key changed) and how, and
-training one fold's model in a worker process. Needs torch."""
+"""Stage backtest_train's step: the folds to train (those whose key changed) and how, each
+trained in a worker process (its model and its forecasts of the fold's windows), the stale
+files removed and the index written. Torch is imported only where a fold trains (off: none)."""
 from __future__ import annotations
 
-import torch
+import multiprocessing
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
+from ..config.load import load_params
 from ..config.schema import Params
 from ..cpu import cores
 from ..data import splits
-from ..data.store_io import load
+from ..data.store_io import load, profile
 from ..evaluation.backtest import fold_key, folds
-from ..forecasters.neural import ModelForecaster
 from ..forecasters.run import run
 from ..forecasters.saved import save as save_forecasts
-from ..io import sha256_file
-from ..model.checkpoint import save as save_checkpoint
-from ..training.batches import resolve_batch, to_device
-from ..training.members import train_model
-from ..training.threads import choose_threads, set_threads, step_flops
+from ..io import read_json, sha256_file, write_json
 from ..training.settings import TrainSettings
-from .model import device, member_settings, model_settings, prior, train_settings
-from .forecasting import check_data, parts
+from ..training.threads import choose_threads, set_threads, step_flops
+from .forecasting import check_data, parts, taus
 
 
 def train_fold(prepared_dir: str, cuts: dict, settings, train: TrainSettings, device: str,
@@ -29,6 +30,12 @@ def train_fold(prepared_dir: str, cuts: dict, settings, train: TrainSettings, de
     """Train one fold's model on its training parts (scalers refitted there), fine-tuning the
     prior at ``prior_path`` when given; save it and its forecasts of the fold's windows; run
     in a worker process, which imports torch itself."""
+    import torch
+    from ..forecasters.neural import ModelForecaster
+    from ..model.checkpoint import save as save_checkpoint
+    from ..training.batches import to_device
+    from ..training.members import train_model
+    from .training import prior
     set_threads(threads)
     fold = load(prepared_dir).refit(splits.Cuts.from_dict(cuts))
     device = torch.device(device)
@@ -49,7 +56,9 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
                ) -> tuple[list, list, dict]:
     """The backtest's folds as index entries (fold, files, key, cuts), those to train (their
     key changed since ``before``, file -> key, or their forecasts are not in ``out``) and how
-    to train them (settings, threads, jobs, device, the parts to forecast)."""
+    to train them (settings, threads, jobs, device, the parts to forecast). Imports torch."""
+    from ..training.batches import resolve_batch
+    from .training import device, member_settings, model_settings, train_settings
     store = load(prepared)
     pp, bt = p.prepare, p.backtest
     cuts = folds(store, bt.folds, fold_size=bt.fold_size, train_size=bt.train_size, gap=bt.gap,
@@ -82,3 +91,37 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
                            "prior": prior_path if p.train.init == "pretrained" else None,
                            "parts": train["parts"], "season": season,
                            "combine": p.model.combine}
+
+
+def step(params: str, prepared: str, out: str, pretrained: str | None) -> dict:
+    """backtest_train: every fold whose key changed trained -> ``out`` (a checkpoint and
+    forecasts per fold, ``folds.json``); returns how many folds there are and were trained."""
+    method = "spawn" if "torch" in sys.modules else "fork"  # fork: before torch has run
+    p = load_params(params, profile(prepared))
+    out = Path(out)
+    index = out / "folds.json"
+    before = {f["file"]: f["key"] for f in (read_json(index)["folds"] if index.is_file() else [])}
+    entries, todo, how = [], [], {}
+    if p.backtest.folds:
+        entries, todo, how = plan_folds(p, prepared, out, before, pretrained)
+    out.mkdir(parents=True, exist_ok=True)  # after every check: a refusal leaves nothing
+    t0 = time.perf_counter()
+    if todo:
+        ctx = multiprocessing.get_context(method)
+        with ProcessPoolExecutor(max_workers=min(how["jobs"], len(todo)), mp_context=ctx) as pool:
+            runs = [pool.submit(train_fold, prepared, e["cuts"], how["settings"], how["train"],
+                                how["device"], str(out / e["file"]), str(out / e["forecasts"]),
+                                e["key"], how["threads"], taus(p), how["parts"], how["prior"],
+                                how["season"], how["combine"], how["losses"])
+                    for e in todo]
+            for r in runs:
+                r.result()
+    keep = {f for e in entries for f in (e["file"], e["forecasts"])}
+    for stale in [*out.glob("*.pt"), *out.glob("*.npz")]:  # the folder is what DVC hashes
+        if stale.name not in keep:
+            stale.unlink()
+    write_json(index, {"folds": entries})
+    print(f"backtest_train: {len(entries)} folds, {len(todo)} trained "
+          f"({len(entries) - len(todo)} unchanged) in {time.perf_counter() - t0:.1f} s -> {out}"
+          if entries else f"backtest_train: off (backtest.folds 0) -> {out}")
+    return {"folds": len(entries), "trained": len(todo)}

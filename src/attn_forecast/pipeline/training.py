@@ -1,8 +1,11 @@
-"""The model's side of the stages: its settings from params (or the prior's), the device, the
-threads, training it (train stage), and the train stage's line. Needs torch."""
+"""The training setup, written once for the stages, the search and the benchmarks
+(:func:`fit`): the model's settings from params (or the prior's), the device, the threads,
+training it, and the line that says what ran. Needs torch."""
 from __future__ import annotations
 
 import shutil
+import sys
+from dataclasses import dataclass
 
 import torch
 
@@ -14,6 +17,7 @@ from ..model.networks import n_parameters, with_horizon
 from ..model.settings import ModelSettings
 from ..training.batches import resolve_batch, to_device
 from ..training.members import train_model
+from ..training.distributed import Distributed
 from ..training.settings import TrainSettings
 from ..training.threads import choose_threads, full_batch_warning, set_threads, step_flops
 from .forecasting import check_norm
@@ -166,3 +170,33 @@ def run_record(settings, model, results: list, p: Params, n_train: int, init: st
                 "d_model", "ffn_dim", "n_layers", "n_heads", "positional", "pooling",
                 "residual", "dropout", "instance_norm", "patch_len", "patch_stride",
                 "quantiles", "horizon")}}
+
+
+@dataclass
+class Fitted:
+    """A trained model with what ran: each member's FitResult, its settings, the run's
+    processes (``dist``) and the threads of each."""
+    model: object
+    results: list
+    settings: ModelSettings
+    dist: Distributed
+    threads: int
+
+    def line(self, store, init: str = "scratch") -> str:
+        return summary(self.settings, self.model, self.results, store, self.dist,
+                       self.threads, init)
+
+
+def fit(p: Params, store, season: int, prior_path: str | None = None,
+        dist: Distributed | None = None, watch=None) -> Fitted:
+    """Train the model of ``p`` on the store's training windows: its settings (the prior's
+    with ``train.init`` pretrained), the threads of this job (a full batch that will not fit
+    warned on stderr), then :func:`train`. ``dist``: the run's processes (default: this one,
+    on ``train.device``)."""
+    dist = dist if dist is not None else Distributed(0, 1, device(p.train))
+    settings = model_settings(p, store, season, prior_path)
+    threads, warning = threads_for(p, settings, int(store.counts("train").sum()), dist.world)
+    if warning and dist.rank == 0:
+        print(warning, file=sys.stderr)
+    model, results = train(p, settings, store, dist, prior_path, watch=watch)
+    return Fitted(model, results, settings, dist, threads)

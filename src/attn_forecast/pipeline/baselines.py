@@ -1,17 +1,22 @@
-"""The baselines stage's step: the field of baselines ``evaluate.baselines`` names, fitted on
-each series' training part, forecasting the scored windows (Naive2 where one fails). No
-evaluation here: an edit of evaluation/ never refits the baselines."""
+"""Stage baselines' step: the field of baselines ``evaluate.baselines`` names, fitted on
+each series' training part, forecasting the scored windows (Naive2 where one fails), saved.
+No evaluation here: an edit of evaluation/ never refits the baselines."""
 from __future__ import annotations
 
+import sys
+
+from ..config.load import load_params
 from ..config.schema import Params
 from ..data.store import Store
-from ..engine import Engine
+from ..data.store_io import load, profile
+from ..engine import Engine, where
 from ..errors import ParamsError
+from ..forecasters.names import STAT_FORECASTERS
 from ..forecasters.protocol import Forecaster
 from ..forecasters.registry import baselines
 from ..forecasters.run import run
-from ..forecasters.saved import ForecastSet
-from .forecasting import baselines_record, engine_of, parts, taus
+from ..forecasters.saved import ForecastSet, save
+from .forecasting import baselines_record, check_data, engine_of, parts, taus
 
 
 def field_of(p: Params, season: int, features: bool, prior: str | None,
@@ -49,3 +54,24 @@ def field(p: Params, store: Store, season: int, prior: str | None,
         return run(store, chosen, parts(p, store), taus(p),
                    {**baselines_record(p, store, season), "unavailable": unavailable},
                    season=season, progress="baselines")
+
+
+def step(params: str, prepared: str, out: str, pretrained: str | None) -> None:
+    """baselines: the field on the prepared store -> ``out`` (a ForecastSet npz)."""
+    p = load_params(params, profile(prepared))
+    store = load(prepared)
+    season = check_data(p, store)
+    fs = field(p, store, season, pretrained)
+    for line in fs.warnings:
+        print(line, file=sys.stderr)
+    found = (store.auto.get("season") or {}).get("season") or 0
+    if p.evaluate.season == 0 and found > 1:
+        print(f"baselines: note: evaluate.season is 0, so they fit no season; the training "
+              f"parts' season is {found} (prepare): set evaluate.season to auto to use it",
+              file=sys.stderr)
+    save(out, fs)
+    fitted = [n for n, parts in fs.forecasts.items() if parts.get("test") is not None]
+    ran = bool(set(fitted) & set(STAT_FORECASTERS))
+    print(f"baselines: {', '.join(fitted) or 'none'} on {len(fs.ends['test'])} test windows of "
+          f"{store.n_series} series{' with intervals' if fs.taus else ''}"
+          f"{where(p.evaluate.engine, p.evaluate.engine_address, ran)} -> {out}")

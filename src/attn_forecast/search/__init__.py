@@ -1,0 +1,1 @@
+"""The hyperparameter search: Optuna's study over DVC experiments, one trial a stage run."""
