@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from ..engine import ENGINES, LOCAL
 from ..forecasters.names import FUTURE_MEMBERS, NAMES, WQL_LEVELS
-from ..model.settings import ModelSettings
+from ..model.settings import KINDS, ModelSettings
 from ..training.settings import TrainSettings
 
 ARCH = ModelSettings()   # the model's own defaults (the attention model's architecture)
@@ -114,7 +114,7 @@ Level = Annotated[Float, Field(gt=0, lt=1)]
 
 
 class ModelParams(Section):
-    kind: Literal["attention", "lstm"] = ARCH.kind
+    kind: Literal[KINDS] = ARCH.kind  # type: ignore[valid-type]
     d_model: Int = Field(ARCH.d_model, ge=1)
     ffn_dim: Int = Field(ARCH.ffn_dim, ge=1)
     n_heads: Int = Field(ARCH.n_heads, ge=1)

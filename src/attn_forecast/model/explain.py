@@ -1,7 +1,8 @@
-"""What the model looks at: its attention weights over test windows, and the weight by lag.
+"""What the model looks at: its attention weights over test windows, the weight by lag, and
+for any network (attention, LSTM, MLP) the input-gradient saliency by lag.
 
-:func:`attention_weights` runs the model (the train stage calls it, so evaluate and render
-never import torch); the lag tables are numpy only.
+:func:`attention_weights` and :func:`saliency_by_lag` run the model (the train stage calls the
+first, so evaluate and render never import torch); the lag tables are numpy only.
 """
 from __future__ import annotations
 
@@ -32,6 +33,25 @@ def attention_weights(model, z, ends, window: int, horizon: int, side=None,
             s = torch.stack(weights, dim=1).double().sum(dim=0)   # (L, heads, T, T)
             total = s if total is None else total + s
     return (total / len(ends)).cpu().numpy()
+
+
+def saliency_by_lag(model, z, ends, window: int, horizon: int, side=None,
+                    batch: int = 2048) -> np.ndarray:
+    """Each input step's share of the forecast's sensitivity, by lag (index 0 = the newest
+    input): the mean over the windows ``ends`` (a torch tensor) of |d forecast / d x|, summed
+    over the horizon's steps, each window's normalized to sum 1. What a network without
+    attention weights looks at (Simonyan et al.'s saliency), and comparable across networks."""
+    import torch
+    model.eval()
+    total = torch.zeros(window, dtype=torch.float64)
+    for i in range(0, len(ends), batch):
+        x, _, c, _ = inputs(z, side, ends[i:i + batch], window, horizon)
+        x = x.detach().clone().requires_grad_(True)
+        y, _ = model(x, cal=c)
+        (g,) = torch.autograd.grad(y.sum(), x)
+        g = g.abs().double()
+        total += (g / g.sum(dim=1, keepdim=True).clamp_min(1e-30)).sum(dim=0).cpu()
+    return (total / max(len(ends), 1)).numpy()[::-1].copy()
 
 
 def lag_profile(mean_weights: np.ndarray, pooling: str) -> np.ndarray:

@@ -1,6 +1,7 @@
-"""Forecasters: the source's Q/K/V attention predictor (and its deeper variants) and an LSTM.
+"""Forecasters: the source's Q/K/V attention predictor (and its deeper variants), an LSTM and
+an MLP (the ablations: the same loop, norms and head, only the network differs).
 
-Both map a window (B, W) of scaled values to the next H values (B, H). The model settings are
+Each maps a window (B, W) of scaled values to the next H values (B, H). The model settings are
 plain data, saved in the checkpoint beside the ``state_dict``.
 
 Attention model, with the defaults being the source's model (5,313 parameters)::
@@ -53,9 +54,13 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
     return pe.float()
 
 
+def _states(s: ModelSettings) -> int:
+    """How many (d_model) states a network hands its head: a token's, a step's, or one."""
+    return {"attention": s.n_tokens, "lstm": s.window}.get(s.kind, 1)
+
+
 def _head(s: ModelSettings) -> nn.Sequential:
-    pooled = s.d_model * (s.n_tokens if s.kind == "attention" else s.window) \
-        if s.pooling == "flatten" else s.d_model
+    pooled = s.d_model * _states(s) if s.pooling == "flatten" else s.d_model
     width = pooled + s.horizon * s.n_time_features  # + the target times' calendar
     return nn.Sequential(nn.Linear(width, s.ffn_dim), nn.ReLU(),
                          nn.Linear(s.ffn_dim, s.horizon * s.n_outputs))
@@ -208,6 +213,35 @@ class LSTMForecaster(nn.Module):
         return _finish(self, out, None, x, cal, stats, quantiles), None
 
 
+class MLPForecaster(nn.Module):
+    """The ablation without attention or recurrence: the window's values (with each step's
+    calendar and covariates) flattened -> n_layers x [Linear(d_model), ReLU] -> the head.
+    Every input step has its own weights, so it reaches any lag in the window, but it shares
+    nothing across positions."""
+
+    def __init__(self, s: ModelSettings) -> None:
+        super().__init__()
+        self.settings = s
+        width, layers = s.window * (1 + s.n_time_features + s.n_features), []
+        for i in range(s.n_layers):
+            layers += [nn.Linear(width if i == 0 else s.d_model, s.d_model), nn.ReLU()]
+            layers += [nn.Dropout(s.dropout)] if s.dropout else []
+        self.body = nn.Sequential(*layers)
+        self.head = _head(s)
+        self.inorm = InstanceNorm(s.instance_norm, s.revin_affine, season=s.season,
+                                  horizon=s.horizon) if s.instance_norm != "none" else None
+        self.highway = nn.Linear(s.window, s.horizon) if s.highway else None
+
+    def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None,
+                quantiles: bool = False, seen: torch.Tensor | None = None):
+        x, stats = _normalized(self, x, seen)
+        inp = x if cal is None else torch.cat([x.unsqueeze(-1), cal[0]], dim=-1).flatten(1)
+        h = self.body(inp).unsqueeze(1)   # (B, 1, d): one state
+        return _finish(self, h, None, x, cal, stats, quantiles), None
+
+
+# each model.kind's network (model/settings.py: KINDS)
+NETWORKS = {"attention": AttentionForecaster, "lstm": LSTMForecaster, "mlp": MLPForecaster}
 COMBINES = ("mean", "median")
 
 
@@ -254,7 +288,7 @@ def build_model(s: ModelSettings | list[ModelSettings], members: int = 1,
             build_model(s[0])
     if members > 1:
         return Ensemble([build_model(s) for _ in range(members)], combine)
-    return AttentionForecaster(s) if s.kind == "attention" else LSTMForecaster(s)
+    return NETWORKS[s.kind](s)
 
 
 def with_horizon(model: nn.Module, horizon: int) -> nn.Module:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 
+KINDS = ("attention", "lstm", "mlp")   # the networks (model/networks.py: NETWORKS)
+
+
 @dataclass(frozen=True)
 class ModelSettings:
     kind: str = "attention"

@@ -24,6 +24,8 @@ def step_flops(s: "ModelSettings", batch: int) -> float:
     W, d, f = s.window, s.d_model, s.ffn_dim
     if s.kind == "lstm":
         per_window = s.n_layers * W * 8 * d * (d + 1) + 2 * d * f
+    elif s.kind == "mlp":
+        per_window = W * d + (s.n_layers - 1) * d * d + d * f
     else:
         proj = 3 * d * d + (d * d if s.n_heads > 1 else 0)   # W_Q, W_K, W_V (+ out)
         mix = 2 * W * d                                      # scores and weighted sum
@@ -55,6 +57,8 @@ def activation_bytes(s: "ModelSettings", batch: int) -> float:
     W, d = s.window, s.d_model
     if s.kind == "lstm":
         per_window = s.n_layers * W * d * 16
+    elif s.kind == "mlp":
+        per_window = W + 2 * s.n_layers * d
     else:
         per_layer = 5 * W * d + s.n_heads * W * W + (2 * W * s.ffn_dim if s.residual else 0)
         per_window = s.n_layers * per_layer + 2 * W * d

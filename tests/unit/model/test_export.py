@@ -30,6 +30,7 @@ CASES = {
     "patches, revin, highway": dict(patch_len=6, instance_norm="revin", highway=True),
     "quantile head": dict(quantiles=(0.1, 0.5, 0.9)),
     "lstm": dict(kind="lstm", n_layers=2),
+    "mlp": dict(kind="mlp", n_layers=2, instance_norm="revin"),
 }
 
 
@@ -141,7 +142,7 @@ def test_pt2_program_matches_pytorch(hourly, tmp_path):
         assert torch.allclose(program.module()(x[:5]), model(x[:5])[0], atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["attention", "lstm"])
+@pytest.mark.parametrize("kind", ["attention", "lstm", "mlp"])
 def test_onnx_with_calendar_and_feature_inputs(kind, tmp_path):
     store = _bars()
     torch.manual_seed(3)

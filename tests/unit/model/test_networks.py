@@ -16,10 +16,9 @@ from attn_forecast.model import explain
 from attn_forecast.data.build import build
 from attn_forecast.data.store import Store
 from attn_forecast.errors import UserInputError
-from attn_forecast.model.networks import (AttentionForecaster, Ensemble, LSTMForecaster,
-                                          build_model, n_parameters, non_crossing,
-                                          sinusoidal_positions)
-from attn_forecast.model.settings import ModelSettings
+from attn_forecast.model.networks import (NETWORKS, AttentionForecaster, Ensemble, build_model,
+                                          n_parameters, non_crossing, sinusoidal_positions)
+from attn_forecast.model.settings import KINDS, ModelSettings
 from attn_forecast.data.long_table import Raw
 from attn_forecast.data.windows import gather
 
@@ -80,6 +79,9 @@ VARIANTS = [
     dict(kind="lstm", n_layers=2, pooling="mean", dropout=0.2, highway=True),
     dict(pooling="flatten", patch_len=4, patch_stride=2, residual=True),
     dict(kind="lstm", pooling="flatten"),
+    dict(kind="mlp"),
+    dict(kind="mlp", n_layers=3, pooling="flatten", dropout=0.1, highway=True,
+         instance_norm="revin"),
 ]
 
 
@@ -88,7 +90,7 @@ def test_variants_build_run_and_backprop(kw):
     torch.manual_seed(0)
     s = ModelSettings(window=8, horizon=3, d_model=16, ffn_dim=24, **kw)
     m = build_model(s)
-    assert isinstance(m, LSTMForecaster if kw.get("kind") == "lstm" else AttentionForecaster)
+    assert isinstance(m, NETWORKS[kw.get("kind", "attention")])
     x = torch.randn(4, 8)
     m.train()
     y, _ = m(x)
@@ -100,7 +102,7 @@ def test_variants_build_run_and_backprop(kw):
     with torch.no_grad():
         out, w = m(x, need_weights=True)
     assert torch.isfinite(out).all()
-    if kw.get("kind") == "lstm":
+    if kw.get("kind") in ("lstm", "mlp"):
         assert w is None
     else:
         assert len(w) == s.n_layers
@@ -157,7 +159,7 @@ def test_non_crossing_keeps_the_median_and_orders_the_levels():
     assert torch.allclose(q[..., 1] - q[..., 0], sp[..., 0], atol=1e-5)
 
 
-@pytest.mark.parametrize("kind", ["attention", "lstm"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_quantile_model_forecasts_its_median(kind):
     torch.manual_seed(0)
     s = ModelSettings(kind=kind, window=8, horizon=3, d_model=8, ffn_dim=8,
@@ -193,7 +195,7 @@ def test_an_ensemble_forecasts_its_members_mean_and_reports_the_first_ones_weigh
 
 
 # ---------------------------------------------------------------- side inputs
-@pytest.mark.parametrize("kind", ["attention", "lstm"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_model_reads_input_features_and_never_a_target_times(kind):
     torch.manual_seed(0)
     s = ModelSettings(kind=kind, window=12, horizon=3, n_time_features=2, n_features=4)
@@ -216,7 +218,7 @@ def test_the_model_reads_input_features_and_never_a_target_times(kind):
 # ---------------------------------------------------------------- the checkpoint
 @pytest.mark.parametrize("kw", [dict(), dict(positional="learned", residual=True, n_heads=2,
                                               horizon=3),
-                                dict(kind="lstm", n_layers=2),
+                                dict(kind="lstm", n_layers=2), dict(kind="mlp", n_layers=2),
                                 dict(quantiles=(0.1, 0.5, 0.9), instance_norm="revin")])
 def test_checkpoint_round_trip(tmp_path, kw):
     torch.manual_seed(3)
@@ -396,3 +398,20 @@ def test_explain_gives_the_mean_and_the_median_series_first_window():
     lstm = build_model(ModelSettings(kind="lstm", window=6, horizon=2))
     empty = explain.explain(lstm, store, ends, point, "cpu")
     assert empty["mean"].shape == (0, 0, 6, 6) and empty["example"].shape == (0, 0, 6, 6)
+
+
+def test_saliency_by_lag_finds_the_one_input_a_forecast_reads():
+    """A forecaster that reads only the value three steps before its newest input puts all
+    of its saliency on lag 3 (0 = the newest), whatever the data; a real network's shares sum
+    to 1 over the window."""
+    class ThirdBack(torch.nn.Module):
+        def forward(self, x, cal=None, **_):
+            return 2.0 * x[:, -4:-3] ** 3, None
+    z = torch.randn(40)
+    ends = torch.arange(10, 35)
+    got = explain.saliency_by_lag(ThirdBack(), z, ends, 8, 1)
+    assert got.shape == (8,) and got[3] == pytest.approx(1.0) and got.sum() == pytest.approx(1.0)
+    torch.manual_seed(0)
+    mlp = build_model(ModelSettings(kind="mlp", window=8, horizon=2, d_model=8, ffn_dim=8))
+    shares = explain.saliency_by_lag(mlp, z, ends, 8, 2, batch=7)
+    assert shares.shape == (8,) and shares.sum() == pytest.approx(1.0) and (shares > 0).all()
