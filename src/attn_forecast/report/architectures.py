@@ -46,3 +46,54 @@ def long_lag(root: Path) -> str:
             f"a window of {got['window']} steps, {got['steps']} optimizer steps each:\n\n"
             + "\n".join(lines) + where + f"\n\n{', '.join(sizes)}.\n\n`{got['command']}` "
             f"({got['date']}, {got['commit']})\n")
+
+
+BUCKETS = ((1, 1), (2, 3), (4, 6), (7, 12), (13, 18))   # steps ahead, first and last
+
+
+def architectures_m3(root: Path) -> str:
+    """M3's test parts by network (bench/architectures_m3.py; with its seeds' run, the spread
+    over seeds): each subset's sMAPE and MASE, pooled over every forecast, and sMAPE by steps
+    ahead, so a reader sees whether attention's lead (or loss) grows with the horizon."""
+    runs = [json.loads(f.read_text()) for f in sorted((root / "bench" / "results").glob(
+        "architectures_m3*.json"))]
+    rows = [r for got in runs for r in got["rows"]]
+    subsets = list(dict.fromkeys(r["subset"] for r in rows))
+    kinds = list(dict.fromkeys(r["network"] for r in rows))
+    mine = {(s, k): [r for r in rows if r["subset"] == s and r["network"] == k]
+            for s in subsets for k in kinds}
+
+    def cell(values: list[float], digits: int) -> str:
+        mean = sum(values) / len(values)
+        return f"{mean:.{digits}f}" + (f" ({min(values):.{digits}f}-{max(values):.{digits}f})"
+                                       if len(values) > 1 else "")
+    head = ["| network | " + " | ".join(subsets) + " | all (every forecast) | parameters |",
+            "|---|" + "---:|" * (len(subsets) + 2)]
+    for k in kinds:
+        got = [mine[s, k] for s in subsets]
+        seeds = {r["seed"] for r in got[0]}
+        pooled = [sum(r["sums"]["smape"] for g in got for r in g if r["seed"] == seed)
+                  / sum(r["sums"]["forecasts"] for g in got for r in g if r["seed"] == seed)
+                  for seed in seeds if all(any(r["seed"] == seed for r in g) for g in got)]
+        sizes = ", ".join(f"{n:,}" for n in sorted({r["params"] for g in got for r in g}))
+        head.append(f"| {k} | " + " | ".join(
+            f"{cell([r['smape'] for r in g], 2)} / {cell([r['mase'] for r in g], 3)}"
+            for g in got) + f" | {cell(pooled, 2) if pooled else 'n/a'} | {sizes} |")
+    steps = ["| subset | network | " + " | ".join(
+        f"step {a}" if a == b else f"steps {a}-{b}" for a, b in BUCKETS) + " |",
+        "|---|---|" + "---:|" * len(BUCKETS)]
+    for s in subsets:
+        for k in kinds:
+            cells = []
+            for a, b in BUCKETS:
+                got = [sum(r["smape_by_step"][a - 1:b]) / len(r["smape_by_step"][a - 1:b])
+                       for r in mine[s, k] if len(r["smape_by_step"]) >= a]
+                cells.append(cell(got, 2) if got else "")
+            steps.append(f"| {s} | {k} | " + " | ".join(cells) + " |")
+    commands = "; ".join(f"`{got['command']}` ({got['date']}, {got['commit']})" for got in runs)
+    return ("sMAPE / MASE on the test parts, the mean over series (MASE: M4's, by the in-sample "
+            "seasonal naive error), and sMAPE pooled over every forecast of the four subsets; "
+            "one member each, trained with each subset's competition settings (a range: over "
+            "seeds):\n\n" + "\n".join(head) + "\n\nsMAPE by steps ahead (the mean over the "
+            "steps named up to the subset's horizon, each the mean over series):\n\n"
+            + "\n".join(steps) + f"\n\n{commands}\n")
