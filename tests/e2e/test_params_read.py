@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib
 import importlib.util
 import io
 from pathlib import Path
@@ -61,19 +62,23 @@ def _covered(key: str, declared: set[str]) -> bool:
     return key in declared or key.split(".")[0] in declared
 
 
-def _load(stage: str, log: set):
+def _load(stage: str, log: set, patch: pytest.MonkeyPatch):
+    """The stage's script, its step's module (pipeline/<stage>.py, where params are read)
+    reading through a recorder for as long as ``patch`` lasts."""
     spec = importlib.util.spec_from_file_location(f"recorded_{stage}",
                                                   ROOT / "stages" / f"{stage}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    mod.load_params = lambda path, prof=None: Recorder(load_params(path, prof), log)
-    if hasattr(mod, "load_with_choices"):
+    step = importlib.import_module(f"attn_forecast.pipeline.{stage}")
+    if hasattr(step, "load_params"):
+        patch.setattr(step, "load_params",
+                      lambda path, prof=None: Recorder(load_params(path, prof), log))
+    if hasattr(step, "load_with_choices"):
         def with_choices(path):
             p, chosen, prof = load_with_choices(path)
             return Recorder(p, log), chosen, prof
-        mod.load_with_choices = with_choices
+        patch.setattr(step, "load_with_choices", with_choices)
     return mod
-
 
 CONFIGS = {
     "default": {},
@@ -107,8 +112,8 @@ def reads(tmp_path_factory) -> dict[str, dict[str, set[str]]]:
         for stage in STAGES:
             log: set[str] = set()
             with contextlib.redirect_stdout(io.StringIO()), \
-                    contextlib.redirect_stderr(io.StringIO()):
-                _load(stage, log).main(["--params", str(work / "params.yaml")] + args[stage])
+                    contextlib.redirect_stderr(io.StringIO()), pytest.MonkeyPatch.context() as m:
+                _load(stage, log, m).main(["--params", str(work / "params.yaml")] + args[stage])
             out[label][stage] = log
     return out
 

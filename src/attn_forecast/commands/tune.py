@@ -51,14 +51,19 @@ def main(argv: list[str] | None = None) -> None:
     root = Path.cwd()
     space = read_space(args.space)
     for f in (space.pipeline, space.params):
+        if subprocess.run(["git", "ls-files", "--error-unmatch", f], cwd=root,
+                          capture_output=True).returncode == 0:
+            continue
         if not (root / f).is_file():
             raise UserInputError(f"{args.space}: {f} does not exist (run from the project's "
                                  "folder)")
-        if subprocess.run(["git", "ls-files", "--error-unmatch", f], cwd=root,
-                          capture_output=True).returncode:
-            raise UserInputError(f"{f} is not in git: each trial runs `dvc exp run --temp` on "
-                                 f"a copy of the git project; `git add {f}` and commit it")
-    trial_params(root / space.params)
+        raise UserInputError(f"{f} is not in git: each trial runs `dvc exp run --temp` on "
+                             f"a copy of the git project; `git add {f}` and commit it")
+    # another worker's trial may be rewriting the params file this instant (`dvc exp run`
+    # applies its -S to the workspace's file before copying the project): its committed
+    # version is what trials run, and each trial checks it again
+    if (root / space.params).is_file():
+        trial_params(root / space.params)
     check_outputs(root, space)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.default_int_handler)   # kill: as Ctrl-C
