@@ -62,6 +62,18 @@ def test_a_model_setting_reruns_the_models_stages_and_never_the_field(clone):
         _restore(clone)
 
 
+def test_a_peers_setting_reruns_its_four_stages_and_the_leaderboard_only(clone):
+    try:
+        text = (clone.path / "competitions/params.yaml").read_text()
+        (clone.path / "competitions/params.yaml").write_text(
+            text.replace("nf_nbeats: {max_steps: 1000", "nf_nbeats: {max_steps: 999", 1))
+        changed = _changed(clone, "competitions/dvc.yaml")
+        peers = {f"peers@{s}-nf_nbeats" for s in ("yearly", "quarterly", "monthly", "other")}
+        assert set(changed) == peers | {"leaderboard"}, changed
+    finally:
+        _restore(clone)
+
+
 def test_an_edit_of_evaluation_or_report_never_refits_a_baseline(clone):
     """An edit of the scores (not of the calibration each competition stage runs itself)."""
     try:

@@ -101,11 +101,14 @@ def check_competition_file(path: Path, c, competition: str | None = None) -> Non
         raise ParamsError(f"{path}: holdout must be test or validation, got "
                           f"{c.get('holdout')!r}")
     # the sections of the competition it runs (M1 and Tourism read M3's settings)
-    allowed = ("competition", "holdout", "all", *SUBSETS[name])
+    allowed = ("competition", "holdout", "peers", "all", *SUBSETS[name])
     for key, section in c.items():
         if key not in allowed:
             raise ParamsError(f"{path}: unknown key {key!r}; allowed: {', '.join(allowed)}")
         if key in ("competition", "holdout"):
+            continue
+        if key == "peers":
+            check_peers(path, section, SUBSETS[name])
             continue
         wrong = [k for k in section] if not isinstance(section, dict) else \
             [k for k in section if k not in SECTIONS]
@@ -120,6 +123,38 @@ def check_competition_file(path: Path, c, competition: str | None = None) -> Non
                 text = re.sub(r"^params\.yaml: ", f"{path}: ", str(err))
                 raise ParamsError(re.sub(rf"\b{sec}\b", f"{key}.{sec}", text, count=1)) \
                     from None
+
+
+PEER_KEYS = {"max_steps": 1, "seed": 0}     # a peer's settings and the least each may be
+
+
+def check_peers(path: Path, peers: Any, subsets: tuple = SUBSETS["m3"]) -> None:
+    """A competition file's ``peers``: ``input_size``, each subset's input size (a whole
+    number; a subset left out: its prepare.window), and each NeuralForecast peer's name
+    (forecasters/names.py: PEERS) mapped to its ``max_steps`` and ``seed``, whole numbers."""
+    from ..forecasters.names import PEERS
+    if not isinstance(peers, dict):
+        raise ParamsError(f"{path}: peers must map peer names ({', '.join(PEERS)}) to their "
+                          f"max_steps and seed, got {peers!r}")
+    sizes = peers.get("input_size", {})
+    if not isinstance(sizes, dict) or any(s not in subsets for s in sizes) or any(
+            isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in sizes.values()):
+        raise ParamsError(f"{path}: peers.input_size must map subsets ({', '.join(subsets)}) to "
+                          f"whole numbers >= 1, got {sizes!r}")
+    for name, keys in peers.items():
+        if name == "input_size":
+            continue
+        if name not in PEERS:
+            raise ParamsError(f"{path}: peers: unknown peer {name!r}; allowed: input_size, "
+                              f"{', '.join(PEERS)}")
+        if not isinstance(keys, dict) or set(keys) != set(PEER_KEYS):
+            raise ParamsError(f"{path}: peers.{name} must give exactly "
+                              f"{', '.join(PEER_KEYS)}, got {keys!r}")
+        for k, least in PEER_KEYS.items():
+            v = keys[k]
+            if isinstance(v, bool) or not isinstance(v, int) or v < least:
+                raise ParamsError(f"{path}: peers.{name}.{k} must be a whole number >= "
+                                  f"{least}, got {v!r}")
 
 
 def valid(section: str, keys: Any) -> None:

@@ -200,6 +200,11 @@ class EvaluateParams(Section):
     # members of the blend: weights each series learns on its validation part; [] = none
     # (the forecast command refits each on the whole series: the model and these baselines)
     blend: list[BlendMember] = Field(default_factory=list)
+    # the NeuralForecast peers' optimizer steps and seed, where baselines names one (nf_nhits,
+    # nf_nbeats, nf_lstm, nf_patchtst: the peers extra); their input size is prepare.window
+    # (forecasters/peers.py: what else they are given)
+    peer_steps: Int = Field(1000, ge=1)
+    peer_seed: Int = Field(1, ge=0)
 
 
 class BacktestParams(Section):

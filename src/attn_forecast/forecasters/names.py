@@ -30,9 +30,13 @@ STAT_FORECASTERS = tuple(STATISTICAL)
 # ensemble; ``m4_comb``, the M4 competition's Comb benchmark (on the seasonally adjusted series)
 COMBINATIONS = {"comb": ("arima", "ets", "ces", "dot"),
                 "m4_comb": ("m4_ses", "m4_holt", "m4_damped")}
+# NeuralForecast's networks by name -> its class (forecasters/peers.py: one global model each,
+# the ``peers`` extra): the neural peers a user would pick instead of the model
+PEERS = {"nf_nhits": "NHITS", "nf_nbeats": "NBEATS", "nf_lstm": "LSTM",
+         "nf_patchtst": "PatchTST"}
 # every baseline's name, in the order a list of them is fitted (params: evaluate.baselines)
 NAMES = ("naive", "seasonal_naive", "naive2", "mean", "ridge", *STAT_FORECASTERS,
-         *COMBINATIONS, "zeroshot")
+         *COMBINATIONS, "zeroshot", *PEERS)
 # what the forecast command can refit on a whole series (a blend's members beside the model)
 FUTURE_MEMBERS = ("naive", "seasonal_naive", "naive2", "mean", *STAT_FORECASTERS)
 # what a name means where the name alone does not say (params.yaml's list of them says it)
@@ -40,7 +44,8 @@ MEANING = {"naive2": "naive on the seasonally adjusted series", "ses": "simple e
            "smoothing", "dot": "dynamic optimized theta", "ces": "complex exponential smoothing",
            "m4_ses": "M4's SES on the seasonally adjusted series", "m4_holt": "M4's Holt",
            "m4_damped": "M4's damped Holt", "zeroshot": "the prior, models/pretrained.pt, not "
-           "trained on the data"}
+           "trained on the data",
+           **{n: f"NeuralForecast's {c}, the peers extra" for n, c in PEERS.items()}}
 # the blend's name, and the forecast to use: the blend where there is one, else the model
 BLEND = "blend"
 TO_USE = (BLEND, "model")

@@ -1,10 +1,10 @@
 """The baselines by name, as forecasters, without torch: the simple ones, ridge, and
 StatsForecast's SES, ETS, Theta, Dynamic Optimized Theta, CES, ARIMA and the M4 benchmarks
 (statistical.py); the combinations of :data:`COMBINATIONS`: ``comb``, the equal-weight mean of
-ARIMA, ETS, CES and Dynamic Optimized Theta, ``m4_comb`` the M4 competition's Comb. The one
-baseline that needs torch, ``zeroshot`` (the prior, zeroshot.py), is added by whoever has the
-prior (pipeline/baselines.py), so that fitting the statistical field never depends on the
-model's code."""
+ARIMA, ETS, CES and Dynamic Optimized Theta, ``m4_comb`` the M4 competition's Comb. The
+baselines that need torch, ``zeroshot`` (the prior, zeroshot.py) and NeuralForecast's networks
+(names.PEERS, peers.py), are added by whoever runs them (pipeline/baselines.py), so that fitting
+the statistical field never depends on their code."""
 from __future__ import annotations
 
 import numpy as np
@@ -51,7 +51,7 @@ def _combination(name: str):
 # every baseline that is built here, by name -> its constructor: it takes the run's settings
 # (keywords: season, ridge_alpha, features, engine; each reads those it needs) and returns
 # its forecasters. A statistical one is an entry of names.STATISTICAL, a combination one of
-# names.COMBINATIONS; zeroshot is given (the prior: see the module docstring)
+# names.COMBINATIONS; zeroshot and the peers are given (see the module docstring)
 REGISTRY = {"naive": lambda **_: [Naive()], "seasonal_naive": _seasonal_naive,
             "naive2": lambda season, **_: [Naive2(season)], "mean": lambda **_: [Mean()],
             "ridge": _ridge, **{n: _statistical(n) for n in STATISTICAL},
@@ -64,8 +64,8 @@ def baselines(names: list[str], *, season: int, ridge_alpha: float, features: bo
     """The baselines ``names`` as forecasters, in their order (a combination after the
     others, its members fitted and scored too), and those that cannot run here with the reason
     (seasonal naive without a season). ``given``: forecasters built elsewhere, by name (the
-    zero-shot prior); a name neither built here nor given is left out. ``engine``: where the
-    statistical ones run (default: ``jobs`` local processes)."""
+    zero-shot prior, the peers); a name neither built here nor given is left out.
+    ``engine``: where the statistical ones run (default: ``jobs`` local processes)."""
     given = given or {}
     settings = {"season": season, "ridge_alpha": ridge_alpha, "features": features,
                 "engine": engine if engine is not None else Engine(jobs=jobs)}

@@ -11,26 +11,31 @@ from ..data.store import Store
 from ..data.store_io import load, profile
 from ..engine import Engine, where
 from ..errors import ParamsError
-from ..forecasters.names import STAT_FORECASTERS
+from ..forecasters.names import PEERS, STAT_FORECASTERS
 from ..forecasters.protocol import Forecaster
 from ..forecasters.registry import baselines
 from ..forecasters.run import run
 from ..forecasters.saved import ForecastSet, save
-from .forecasting import baselines_record, check_data, engine_of, parts, taus
+from .forecasting import baselines_record, check_data, engine_of, parts, peer_settings, taus
 
 
 def field_of(p: Params, season: int, features: bool, prior: str | None,
              jobs: int | None = None, engine: Engine | None = None
              ) -> tuple[list[Forecaster], dict[str, str]]:
-    """The forecasters ``evaluate.baselines`` names (the zero-shot prior where it is named, in
-    its place) and the blend's other members, and those that cannot run here with the
-    reason; the statistical ones run by ``engine`` (default: :func:`engine_of`)."""
+    """The forecasters ``evaluate.baselines`` names (the zero-shot prior and NeuralForecast's
+    networks where they are named, in their places) and the blend's other members, and those
+    that cannot run here with the reason; the statistical ones run by ``engine`` (default:
+    :func:`engine_of`)."""
     e = p.evaluate
     names = list(dict.fromkeys([*e.baselines, *(m for m in e.blend if m != "model")]))
-    given = None
+    given = {}
     if "zeroshot" in e.baselines:    # torch, imported only then (a second or more a stage)
         from ..forecasters.zeroshot import ZeroShot
-        given = {"zeroshot": ZeroShot(prior)}
+        given["zeroshot"] = ZeroShot(prior)
+    if set(PEERS) & set(names):      # NeuralForecast's networks (the peers extra): refused
+        from ..forecasters.peers import Peer, library    # before any fitting where it is absent
+        library()
+        given.update({n: Peer(n, **peer_settings(p)) for n in PEERS if n in names})
     chosen, unavailable = baselines(
         names, season=season, ridge_alpha=e.ridge_alpha, features=features,
         engine=engine if engine is not None else engine_of(p, jobs), given=given)

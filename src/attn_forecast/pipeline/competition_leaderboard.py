@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..config.load import read_yaml
 from ..config.schema import Params
 from ..forecasters import saved
 from ..forecasters.names import NAMES
@@ -137,14 +138,17 @@ def subset_scores(ev: Evaluation, names: list[str]) -> dict:
     (every forecast of a subset has the same horizon: the mean over all its forecasts), OWA,
     the series a fallback forecast for it; its WQL (pooled over the subset, as fev scores a
     task), MSIS (the mean over series), the coverage of its 80 % and 95 % intervals, and how
-    they were made; the sign test of each against Theta."""
+    they were made; its sMAPE and MASE at each step ahead (lists of the horizon)."""
     out = {}
+    steps = ev.metrics.get("by_step") or {}
     for name in names:
         m = ev.metrics.get(name)
         if m:
             out[name] = {"smape": m.get("smape_mean"), "mase": m.get("mase_mean"),
                          "owa": m.get("owa"), "n_failed": m.get("n_failed", 0),
-                         **{k: m[k] for k in INTERVAL_KEYS if k in m}}
+                         **{k: m[k] for k in INTERVAL_KEYS if k in m},
+                         **{f"{k}_by_step": steps[name][k] for k in ("smape", "mase")
+                            if k in steps.get(name, {})}}
     return out
 
 
@@ -242,17 +246,21 @@ def rows(evaluations: dict[str, Evaluation], combinations) -> list[str]:
 
 def step(params: str, forecasts: str, metrics: str, table: str, published: str,
          test_runs_file: str) -> dict:
-    """leaderboard: each subset's ``forecasts`` (<subset>/model.npz, field.npz, zeroshot.npz)
-    scored -> ``metrics`` (json), ``table`` (Markdown, with the ``published`` figures and the
-    runs that scored the test parts beside) and <subset>/combinations.npz."""
+    """leaderboard: each subset's ``forecasts`` (<subset>/model.npz, field.npz, zeroshot.npz,
+    and <peer>.npz for each NeuralForecast peer the params file's ``peers`` names) scored ->
+    ``metrics`` (json), ``table`` (Markdown, with the ``published`` figures and the runs that
+    scored the test parts beside) and <subset>/combinations.npz."""
     folder = Path(forecasts)
     subsets = [s for s in SUBSETS["m3"] if (folder / s / "model.npz").is_file()]
-    evaluations, holdout, combos_named = {}, "test", ()
+    peers = list(read_yaml(params).get("peers") or {})   # the NeuralForecast peers' stages
+    evaluations, holdout, combos_named, measured = {}, "test", (), {}
     for s in subsets:
         p, prof = subset_params(params, s)
         holdout, combos_named = p.data.holdout, tuple(p.evaluate.combinations)
         cp, cprof = subset_params(params, s, holdout="calibration")
-        sets = {k: saved.load(folder / s / f"{k}.npz") for k in ("model", "field", "zeroshot")}
+        sets = {k: saved.load(folder / s / f"{k}.npz")
+                for k in ("model", "field", "zeroshot", *peers)}
+        measured.update({n: sets[n].record["peer"]["library"] for n in peers})
         store = field_store(p, prof)
         cut_store = field_store(cp, cprof)
         combos = combinations(p, store, sets, cut_store)
@@ -264,6 +272,8 @@ def step(params: str, forecasts: str, metrics: str, table: str, published: str,
         saved.save(folder / s / "combinations.npz", combos, compact=True)
     names = rows(evaluations, combos_named)
     board = leaderboard(evaluations, horizons_of(evaluations), names)
+    if measured:    # whose run each peer's row is: the library and version that trained it
+        board["measured_with"] = measured
     write_json(metrics, rounded(board))
     command = "dvc repro competitions/dvc.yaml" + (
         " (with competitions/params.yaml holdout: validation)" if holdout != "test" else "")

@@ -39,6 +39,13 @@ def taus(p: Params) -> tuple:
     return tuple(p.evaluate.quantiles)
 
 
+def peer_settings(p: Params) -> dict:
+    """The NeuralForecast peers' settings (forecasters/peers.py): the model's window as their
+    input size, evaluate.peer_steps optimizer steps, evaluate.peer_seed, the run's levels."""
+    return {"input_size": p.prepare.window, "max_steps": p.evaluate.peer_steps,
+            "seed": p.evaluate.peer_seed, "levels": taus(p)}
+
+
 def engine_of(p: Params, jobs: int | None = None) -> Engine:
     """Where the statistical field runs (evaluate.engine, evaluate.engine_address): ``jobs``
     local processes (default: one per core), or a Dask cluster (embedded: a worker per

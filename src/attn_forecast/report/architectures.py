@@ -97,3 +97,54 @@ def architectures_m3(root: Path) -> str:
             "seeds):\n\n" + "\n".join(head) + "\n\nsMAPE by steps ahead (the mean over the "
             "steps named up to the subset's horizon, each the mean over series):\n\n"
             + "\n".join(steps) + f"\n\n{commands}\n")
+
+
+PEER_ROWS = ("model", "nf_nhits", "nf_nbeats", "nf_lstm", "nf_patchtst", "theta", "comb")
+
+
+def m3_peers(root: Path) -> str:
+    """The committed M3 leaderboard's model (the attention model's ensemble, as the
+    competition runs it) beside NeuralForecast's networks measured here and the statistical
+    field's Theta and Comb: sMAPE, MASE and WQL by subset and over every forecast, and sMAPE
+    by steps ahead (competitions/m3/leaderboard.json)."""
+    board = json.loads((root / "competitions" / "m3" / "leaderboard.json").read_text())
+    subsets = [s for s in ("yearly", "quarterly", "monthly", "other") if s in board]
+    names = [n for n in PEER_ROWS if all(n in board[s] for s in subsets)]
+    by = board.get("measured_with", {})
+
+    def label(n: str) -> str:
+        return f"{n} ({by[n]})" if n in by else n
+
+    def num(v, digits: int) -> str:
+        return "" if v is None else f"{v:.{digits}f}"
+    lines = ["| forecaster | " + " | ".join(subsets) + " | all (every forecast) |",
+             "|---|" + "---:|" * (len(subsets) + 1)]
+    for n in names:
+        cols = [board[s][n] for s in subsets] + [board.get("all", {}).get(n, {})]
+        lines.append(f"| {label(n)} | " + " | ".join(
+            f"{num(c.get('smape'), 2)} / {num(c.get('mase'), 3)} / {num(c.get('wql'), 3)}"
+            for c in cols) + " |")
+    steps = ["| subset | forecaster | " + " | ".join(
+        f"step {a}" if a == b else f"steps {a}-{b}" for a, b in BUCKETS) + " |",
+        "|---|---|" + "---:|" * len(BUCKETS)]
+    for s in subsets:
+        for n in names:
+            got = board[s][n].get("smape_by_step") or []
+            steps.append(f"| {s} | {label(n)} | " + " | ".join(
+                num(sum(got[a - 1:b]) / len(got[a - 1:b]), 2) if len(got) >= a else ""
+                for a, b in BUCKETS) + " |")
+    chose = ""
+    picked = root / "bench" / "results" / "peers_input.json"
+    if picked.is_file():
+        got = json.loads(picked.read_text())
+        tried = "; ".join(f"{r['subset']} input {r['input_size']}: {r['smape']:.2f}"
+                          for r in got["rows"])
+        chose = (f"\n\nThe peers' input size, chosen on the validation cuts with "
+                 f"{got['probe']} as the probe (validation sMAPE: {tried}): "
+                 + ", ".join(f"{s} {n}" for s, n in got["chosen"].items())
+                 + f". `{got['command']}` ({got['date']}, {got['commit']})")
+    return ("sMAPE / MASE / WQL on the test parts (the committed leaderboard: "
+            "`dvc repro competitions/dvc.yaml`; MASE the mean over series, WQL pooled; \"all\" "
+            "over every forecast):\n\n" + "\n".join(lines) + "\n\nsMAPE by steps ahead (the "
+            "mean over the steps named, each the mean over series):\n\n" + "\n".join(steps)
+            + chose + "\n")

@@ -18,7 +18,11 @@ def _cell(v, digits: int = 2) -> str:
     return "" if v is None else f"{v:.{digits}f}"
 
 
-def _label(n: str) -> str:
+def _label(n: str, board: dict) -> str:
+    """A row's name and whose run it is: the project's forecasters "(this project)", a peer
+    library's "(measured here with <library> <version>)" (the board's ``measured_with``)."""
+    if n in board.get("measured_with", {}):
+        return f"{n} (measured here with {board['measured_with'][n]})"
     return f"**{n}** (this project)" if n in BOLD else f"{n} (this project)"
 
 
@@ -35,7 +39,8 @@ def _rows(board: dict, subsets: list[str], names: list[str], metric: str, digits
             a = board["all"].get(n) or {}
             cols += [a.get(metric)] + ([a.get(f"{metric}_series")] if series else [])
         if any(c is not None for c in cols):
-            out.append(f"| {_label(n)} | " + " | ".join(_cell(v, digits) for v in cols) + " |")
+            out.append(f"| {_label(n, board)} | " + " | ".join(_cell(v, digits) for v in cols)
+                       + " |")
     return out
 
 
@@ -140,8 +145,13 @@ def _probabilistic(board: dict, subsets: list[str], names: list[str], head: list
         if every:
             cols += [(board["all"].get(n) or {}).get(f"coverage_{p}") for p in (80, 95)]
         if any(c is not None for c in cols):
-            lines.append(f"| {_label(n)} | " + " | ".join(
+            lines.append(f"| {_label(n, board)} | " + " | ".join(
                 "" if v is None else f"{100 * v:.1f}" for v in cols) + " |")
+    peers = [n for n in names if n in board.get("measured_with", {})]
+    if peers:
+        lines += ["", f"{', '.join(peers)}: their own quantiles (NeuralForecast's multi-quantile "
+                  "loss), not calibrated on the calibration cut (that would train each twice); "
+                  "every other row's are calibrated there."]
     agg = board.get("fev_aggregate") or {}
     if agg:
         tasks = next(iter(agg.values()))["tasks"]
@@ -152,7 +162,7 @@ def _probabilistic(board: dict, subsets: list[str], names: list[str], head: list
             lines.append(f"| {m} (published, fev) | {_cell(row, 3)} | |")
         for n in names:
             if n in agg:
-                lines.append(f"| {_label(n)} | {_cell(agg[n].get('mase_relative'), 3)} | "
+                lines.append(f"| {_label(n, board)} | {_cell(agg[n].get('mase_relative'), 3)} | "
                              f"{_cell(agg[n].get('wql_relative'), 3)} |")
         lines += ["", "Published rows' WQL relative is left out: fev publishes no seasonal "
                   "naive WQL on these tasks."]

@@ -30,7 +30,8 @@ PARTS = {"actual": "#333333", "train": "#1f77b4", "val": "#ff7f0e", "cal": "#946
          "test": "#2ca02c"}
 PALETTE = ["#d62728", "#e6550d", "#ff7f0e", "#1f77b4", "#9467bd", "#7f7f7f", "#8c564b",
            "#2ca02c", "#aec7e8", "#e377c2", "#17becf", "#98df8a", "#c5b0d5", "#bcbd22",
-           "#ffbb78", "#ff9896", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5"]
+           "#ffbb78", "#ff9896", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5",
+           "#5254a3", "#8ca252", "#bd9e39", "#ad494a"]
 COLORS = {**PARTS, **{n: PALETTE[i % len(PALETTE)]
                       for i, n in enumerate(("model", BLEND, "ensemble", *NAMES))}}
 SPARE = ["#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"]

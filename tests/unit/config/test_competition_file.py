@@ -29,6 +29,15 @@ def test_the_committed_file_passes():
     ({"quarterly": {"train": {"losses": ["smape", "rmse"]}}},
      ["quarterly.train.losses", "'rmse'"]),
     ({"other": {"model": {"combine": "mode"}}}, ["other.model.combine", "'mode'"]),
+    ({"peers": {"nf_tft": {"max_steps": 10, "seed": 1}}}, ["unknown peer 'nf_tft'", "nf_nhits"]),
+    ({"peers": {"nf_nhits": {"max_steps": 10}}}, ["peers.nf_nhits must give exactly",
+                                                  "max_steps, seed"]),
+    ({"peers": {"nf_lstm": {"max_steps": 0, "seed": 1}}}, ["peers.nf_lstm.max_steps", ">= 1"]),
+    ({"peers": {"nf_lstm": {"max_steps": 5, "seed": 1.5}}}, ["peers.nf_lstm.seed", "1.5"]),
+    ({"peers": ["nf_nhits"]}, ["peers must map peer names", "['nf_nhits']"]),
+    ({"peers": {"input_size": {"yearli": 12}}}, ["peers.input_size must map subsets",
+                                                 "'yearli'"]),
+    ({"peers": {"input_size": {"yearly": 0}}}, ["peers.input_size", "whole numbers >= 1"]),
 ])
 def test_a_wrong_value_names_this_file_and_its_key(change, expect):
     with pytest.raises(ParamsError) as err:

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from attn_forecast.config.schema import Params
 from attn_forecast.forecasters import names
 from attn_forecast.forecasters.future import future
-from attn_forecast.forecasters.names import (BLEND, COMBINATIONS, FUTURE_MEMBERS, NAMES,
+from attn_forecast.forecasters.names import (BLEND, COMBINATIONS, FUTURE_MEMBERS, NAMES, PEERS,
                                              STAT_FORECASTERS, TO_USE, to_use)
 from attn_forecast.forecasters.registry import baselines
 
@@ -38,7 +38,7 @@ def test_every_baseline_name_once_in_the_order_they_are_fitted():
     assert len(set(NAMES)) == len(NAMES)
     assert NAMES[:5] == ("naive", "seasonal_naive", "naive2", "mean", "ridge")
     assert NAMES[5:5 + len(STAT_FORECASTERS)] == STAT_FORECASTERS
-    assert NAMES[-3:] == ("comb", "m4_comb", "zeroshot")
+    assert NAMES[-3 - len(PEERS):] == ("comb", "m4_comb", "zeroshot", *PEERS)
     assert BLEND not in NAMES and "model" not in NAMES
 
 
@@ -52,7 +52,7 @@ def test_each_combinations_members_are_statistical_forecasters():
 def test_future_members_are_the_baselines_refittable_on_a_whole_series():
     assert set(FUTURE_MEMBERS) <= set(NAMES)
     left_out = set(NAMES) - set(FUTURE_MEMBERS)
-    assert left_out == {"ridge", "zeroshot", *COMBINATIONS}
+    assert left_out == {"ridge", "zeroshot", *COMBINATIONS, *PEERS}
     assert set(STAT_FORECASTERS) <= set(FUTURE_MEMBERS)
 
 
@@ -71,9 +71,10 @@ def test_a_name_outside_the_future_members_is_refused_naming_them():
                                + ", ".join(FUTURE_MEMBERS))
 
 
-def test_the_registry_builds_a_forecaster_for_every_name_but_the_priors():
+def test_the_registry_builds_a_forecaster_for_every_name_but_the_given_ones():
+    """The prior and the NeuralForecast peers are given by whoever runs them."""
     built, unavailable = baselines(list(NAMES), season=4, ridge_alpha=1.0, features=False)
-    assert [f.name for f in built] == [n for n in NAMES if n != "zeroshot"]
+    assert [f.name for f in built] == [n for n in NAMES if n not in ("zeroshot", *PEERS)]
     assert unavailable == {}
 
 

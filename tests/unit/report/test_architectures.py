@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from attn_forecast.report.architectures import architectures_m3, long_lag
+from attn_forecast.report.architectures import architectures_m3, long_lag, m3_peers
 
 
 def _m3_row(subset: str, network: str, seed: int, by_step: list[float]) -> dict:
@@ -53,3 +53,25 @@ def test_the_long_lag_block_shows_where_each_network_looks(tmp_path):
     assert "| 16 | 1.00 (1.00-1.00) | 0.10 (0.10-0.10) |" in text
     assert "| 16 | 0.40 | 0.02 | 0.80 |" in text       # saliency of each, then attention's weight
     assert "evenly over the window: 0.031" in text
+
+
+def test_the_peers_block_labels_each_peer_with_its_library_and_buckets_the_steps(tmp_path):
+    m3 = tmp_path / "competitions" / "m3"
+    m3.mkdir(parents=True)
+
+    def row(smape: float, h: int) -> dict:
+        return {"smape": smape, "mase": 1.0, "wql": 0.1, "smape_by_step": [smape] * h}
+    board = {"yearly": {"model": row(10.0, 6), "nf_nhits": row(12.0, 6), "theta": row(11.0, 6)},
+             "monthly": {"model": row(14.0, 18),
+                         "nf_nhits": {**row(15.0, 18), "smape_by_step": [1.0] * 12 + [4.0] * 6},
+                         "theta": row(13.0, 18)},
+             "all": {"model": {"smape": 13.0}, "nf_nhits": {"smape": 14.0}},
+             "measured_with": {"nf_nhits": "NeuralForecast 3.0.0"}}
+    (m3 / "leaderboard.json").write_text(json.dumps(board))
+    text = m3_peers(tmp_path)
+    assert "| nf_nhits (NeuralForecast 3.0.0) | 12.00 / 1.000 / 0.100 | 15.00" in text, text
+    assert "| model | 10.00" in text and "| theta | 11.00" in text
+    assert "| monthly | nf_nhits (NeuralForecast 3.0.0) | 1.00 | 1.00 | 1.00 | 1.00 | 4.00 |" \
+        in text, text
+    assert "| yearly | model | 10.00 | 10.00 | 10.00 |  |  |" in text, text
+    assert "nf_lstm" not in text           # a row is shown only where every subset has it

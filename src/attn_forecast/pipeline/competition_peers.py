@@ -1,0 +1,40 @@
+"""Stage peers@<subset>-<peer>'s step: one NeuralForecast network (forecasters/peers.py; the
+competition file's ``peers`` section: its steps and seed, and the subset's input size, chosen
+on the validation cuts by bench/peers_input.py; the subset's window where it names none)
+trained once, one global model over every series' training part, forecasting every
+series' holdout; its own MQLoss quantiles stand, not calibrated (a calibration cut would train
+it twice: the leaderboard's row says so); saved compact."""
+from __future__ import annotations
+
+import time
+
+from ..config.load import read_yaml
+from ..errors import ParamsError
+from ..forecasters.peers import Peer
+from ..forecasters.run import run
+from ..forecasters.saved import save
+from .competition import field_store, subset_params
+from .forecasting import check_data, taus
+
+OWN = "its own quantiles (NeuralForecast's MQLoss), not calibrated"
+
+
+def step(params: str, subset: str, peer: str, out: str) -> None:
+    """peers@``subset``-``peer`` -> ``out`` (its forecasts as the leaderboard scores them)."""
+    t0 = time.perf_counter()
+    p, prof = subset_params(params, subset)
+    peers = read_yaml(params).get("peers") or {}
+    if peer not in peers:
+        raise ParamsError(f"{params}: peers has no {peer!r}; give its max_steps and seed")
+    store = field_store(p, prof)
+    season = check_data(p, store)
+    size = (peers.get("input_size") or {}).get(subset, p.prepare.window)
+    f = Peer(peer, size, peers[peer]["max_steps"], peers[peer]["seed"], taus(p))
+    record = {"peer": f.settings(), "data": store.key(),
+              "intervals": {"forecasters": {peer: {"how": OWN}}}, "interval_fallback": {}}
+    fs = run(store, [f], ("test",), taus(p), record, season=season)
+    save(out, fs, compact=True)
+    print(f"peers@{subset}-{peer}: {f.settings()['network']} ({f.settings()['library']}), "
+          f"input {f.input_size}, {f.max_steps} steps, seed {f.seed}, on {store.n_series} "
+          f"series ({p.data.holdout}): trained in {f.seconds:.0f} s, "
+          f"{time.perf_counter() - t0:.0f} s in all -> {out}")
