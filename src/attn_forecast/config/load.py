@@ -129,18 +129,23 @@ PEER_KEYS = {"max_steps": 1, "seed": 0}     # a peer's settings and the least ea
 
 
 def check_peers(path: Path, peers: Any, subsets: tuple = SUBSETS["m3"]) -> None:
-    """A competition file's ``peers``: ``input_size``, each subset's input size (a whole
-    number; a subset left out: its prepare.window), and each NeuralForecast peer's name
-    (forecasters/names.py: PEERS) mapped to its ``max_steps`` and ``seed``, whole numbers."""
+    """A competition file's ``peers``: ``input_size``, each subset's input size, and every
+    NeuralForecast peer (forecasters/names.py: PEERS) mapped to its ``max_steps`` and
+    ``seed``; whole numbers, each one given (the pipeline has a stage for every subset and
+    peer, and DVC refuses a stage whose param is missing only after it has run)."""
     from ..forecasters.names import PEERS
     if not isinstance(peers, dict):
         raise ParamsError(f"{path}: peers must map peer names ({', '.join(PEERS)}) to their "
                           f"max_steps and seed, got {peers!r}")
-    sizes = peers.get("input_size", {})
-    if not isinstance(sizes, dict) or any(s not in subsets for s in sizes) or any(
+    sizes = peers.get("input_size")
+    if not isinstance(sizes, dict) or set(sizes) != set(subsets) or any(
             isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in sizes.values()):
-        raise ParamsError(f"{path}: peers.input_size must map subsets ({', '.join(subsets)}) to "
-                          f"whole numbers >= 1, got {sizes!r}")
+        raise ParamsError(f"{path}: peers.input_size must map every subset ({', '.join(subsets)})"
+                          f" to a whole number >= 1, got {sizes!r}")
+    missing = [n for n in PEERS if n not in peers]
+    if missing:
+        raise ParamsError(f"{path}: peers must give every peer's max_steps and seed; missing: "
+                          f"{', '.join(missing)}")
     for name, keys in peers.items():
         if name == "input_size":
             continue

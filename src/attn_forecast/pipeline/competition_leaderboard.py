@@ -19,7 +19,7 @@ import pandas as pd
 from ..config.load import read_yaml
 from ..config.schema import Params
 from ..forecasters import saved
-from ..forecasters.names import NAMES
+from ..forecasters.names import NAMES, PEERS
 from ..io import rounded, write_json, write_text
 from ..data.store import Store
 from ..evaluation import intervals as Q
@@ -244,6 +244,12 @@ def rows(evaluations: dict[str, Evaluation], combinations) -> list[str]:
     return [n for n in ("model", *combinations, *NAMES) if n in scored]
 
 
+def peers_of(params: str | Path) -> list[str]:
+    """The NeuralForecast peers the competition file's ``peers`` section names (its
+    ``input_size`` is no peer), each a stage's forecasts the leaderboard scores."""
+    return [n for n in (read_yaml(params).get("peers") or {}) if n in PEERS]
+
+
 def step(params: str, forecasts: str, metrics: str, table: str, published: str,
          test_runs_file: str) -> dict:
     """leaderboard: each subset's ``forecasts`` (<subset>/model.npz, field.npz, zeroshot.npz,
@@ -252,7 +258,7 @@ def step(params: str, forecasts: str, metrics: str, table: str, published: str,
     scored the test parts beside) and <subset>/combinations.npz."""
     folder = Path(forecasts)
     subsets = [s for s in SUBSETS["m3"] if (folder / s / "model.npz").is_file()]
-    peers = list(read_yaml(params).get("peers") or {})   # the NeuralForecast peers' stages
+    peers = peers_of(params)      # the NeuralForecast peers' stages
     evaluations, holdout, combos_named, measured = {}, "test", (), {}
     for s in subsets:
         p, prof = subset_params(params, s)

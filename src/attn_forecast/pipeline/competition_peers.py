@@ -1,9 +1,9 @@
 """Stage peers@<subset>-<peer>'s step: one NeuralForecast network (forecasters/peers.py; the
 competition file's ``peers`` section: its steps and seed, and the subset's input size, chosen
-on the validation cuts by bench/peers_input.py; the subset's window where it names none)
-trained once, one global model over every series' training part, forecasting every
-series' holdout; its own MQLoss quantiles stand, not calibrated (a calibration cut would train
-it twice: the leaderboard's row says so); saved compact."""
+on the validation cuts by bench/peers_input.py) trained once, one global model over every
+series' training part, forecasting every series' holdout; its own MQLoss quantiles stand, not
+calibrated (a calibration cut would train it twice: the leaderboard's row says so); saved
+compact."""
 from __future__ import annotations
 
 import time
@@ -28,8 +28,8 @@ def step(params: str, subset: str, peer: str, out: str) -> None:
         raise ParamsError(f"{params}: peers has no {peer!r}; give its max_steps and seed")
     store = field_store(p, prof)
     season = check_data(p, store)
-    size = (peers.get("input_size") or {}).get(subset, p.prepare.window)
-    f = Peer(peer, size, peers[peer]["max_steps"], peers[peer]["seed"], taus(p))
+    f = Peer(peer, peers["input_size"][subset], peers[peer]["max_steps"], peers[peer]["seed"],
+             taus(p))
     record = {"peer": f.settings(), "data": store.key(),
               "intervals": {"forecasters": {peer: {"how": OWN}}}, "interval_fallback": {}}
     fs = run(store, [f], ("test",), taus(p), record, season=season)

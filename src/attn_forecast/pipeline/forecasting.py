@@ -6,6 +6,7 @@ from ..config.schema import Params
 from ..cpu import cores
 from ..engine import Engine
 from ..errors import ParamsError
+from ..forecasters.names import PEERS
 
 
 def season(p: Params, auto: dict) -> int:
@@ -63,8 +64,11 @@ def parts(p: Params, store) -> tuple:
 
 
 def baselines_record(p: Params, store, season: int) -> dict:
-    """What the baselines are fitted with; the evaluate stage checks its own against it."""
+    """What the baselines are fitted with; the evaluate stage checks its own against it (with
+    a NeuralForecast peer named: its steps and seed too)."""
     e = p.evaluate
+    peers = {"peer_steps": e.peer_steps, "peer_seed": e.peer_seed} \
+        if set(e.baselines) & set(PEERS) else {}
     return {"baselines": list(e.baselines), "taus": list(taus(p)),
             "ridge_alpha": e.ridge_alpha, "season": season, "parts": list(parts(p, store)),
-            "data": store.key()}
+            "data": store.key(), **peers}

@@ -105,7 +105,9 @@ def markdown(board: dict, subsets: list[str], names: list[str], command: str, ho
               "search: `attn-forecast tune`, competitions/tune/; every run that chose them: "
               "bench/README.md, M3). Intervals: every forecaster's calibrated on each series' "
               "calibration cut (the horizon before the validation cut: nothing was chosen on "
-              "it) by split conformal, each pair of levels per step ahead.", "",
+              "it) by split conformal, each pair of levels per step ahead"
+              + (", but the NeuralForecast peers' (their own)" if board.get("measured_with")
+                 else "") + ".", "",
               f"Reproduce: `{command}`", ""]
     return "\n".join(lines)
 
