@@ -129,7 +129,7 @@ def test_a_misspelt_section_added_by_an_experiment_is_refused_not_ignored(clone)
                          "competitions/params.yaml:+montly={train: {ensemble: 1}}"],
                         timeout=600)
         assert res.returncode != 0, res.stdout[-2000:]
-        assert "unknown key 'montly'; allowed: competition, holdout, all, yearly" in \
+        assert "unknown key 'montly'; allowed: competition, holdout, peers, all, yearly" in \
             res.stdout + res.stderr, (res.stdout + res.stderr)[-3000:]
         assert "Traceback" not in res.stdout + res.stderr
     finally:
