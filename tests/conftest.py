@@ -55,6 +55,12 @@ def with_overrides(base: dict, overrides: list[str]) -> dict:
     return p
 
 
+def exp_sets(settings: dict[str, Any]) -> list[str]:
+    """``dvc exp run``'s -S arguments for ``settings`` (a list as JSON: [16,8])."""
+    return [x for k, v in settings.items() for x in
+            ("-S", f"{k}={json.dumps(v, separators=(',', ':')) if isinstance(v, list) else v}")]
+
+
 def set_key(params: dict, dotted: str, value: Any) -> None:
     """``set_key(p, "train.lr", 0.01)`` sets p["train"]["lr"]; creates missing sections."""
     *parents, last = dotted.split(".")

@@ -3,9 +3,9 @@ subset's series, each forecast over its whole horizon from the end of its train 
 with sMAPE, MASE and OWA beside the statistical field, the model averaged with Comb."""
 from __future__ import annotations
 
-import json
-
 import pandas as pd
+
+from conftest import exp_sets
 
 RUN = {"data.kind": "competition", "data.subset": "other", "prepare.horizon": 8,
        "prepare.window": 16, "prepare.min_context": 2, "prepare.scaler": "none",
@@ -17,9 +17,7 @@ RUN = {"data.kind": "competition", "data.subset": "other", "prepare.horizon": 8,
 
 def test_an_m3_subset_runs_as_an_experiment(project_factory):
     proj = project_factory("m3", {"train.epochs": 2})
-    sets = [x for k, v in RUN.items() for x in
-            ("-S", f"{k}={json.dumps(v, separators=(',', ':')) if isinstance(v, list) else v}")]
-    res = proj.run(["dvc", "exp", "run", *sets], timeout=600)
+    res = proj.run(["dvc", "exp", "run", *exp_sets(RUN)], timeout=600)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     assert "prepare: 174 series" in out, out

@@ -50,26 +50,19 @@ def test_the_committed_competition_pipeline_is_up_to_date(clone):
     assert set(board["all"]["model"]) >= {"smape", "smape_series", "mase", "owa"}
 
 
-def test_a_model_setting_reruns_the_models_stages_and_never_the_field(clone):
+@pytest.mark.parametrize("old, new, stage", [
+    ("lr: 0.001", "lr: 0.002", "model@{}"),                  # a model setting: never the field
+    ("nf_nbeats: {max_steps: 1000", "nf_nbeats: {max_steps: 999", "peers@{}-nf_nbeats"),
+], ids=["model", "peer"])
+def test_one_forecasters_setting_reruns_its_four_stages_and_the_leaderboard_only(
+        clone, old, new, stage):
     try:
         text = (clone.path / "competitions/params.yaml").read_text()
-        (clone.path / "competitions/params.yaml").write_text(
-            text.replace("lr: 0.001", "lr: 0.002", 1))
+        assert old in text
+        (clone.path / "competitions/params.yaml").write_text(text.replace(old, new, 1))
         changed = _changed(clone, "competitions/dvc.yaml")
-        models = {f"model@{s}" for s in ("yearly", "quarterly", "monthly", "other")}
-        assert set(changed) == models | {"leaderboard"}, changed
-    finally:
-        _restore(clone)
-
-
-def test_a_peers_setting_reruns_its_four_stages_and_the_leaderboard_only(clone):
-    try:
-        text = (clone.path / "competitions/params.yaml").read_text()
-        (clone.path / "competitions/params.yaml").write_text(
-            text.replace("nf_nbeats: {max_steps: 1000", "nf_nbeats: {max_steps: 999", 1))
-        changed = _changed(clone, "competitions/dvc.yaml")
-        peers = {f"peers@{s}-nf_nbeats" for s in ("yearly", "quarterly", "monthly", "other")}
-        assert set(changed) == peers | {"leaderboard"}, changed
+        mine = {stage.format(s) for s in ("yearly", "quarterly", "monthly", "other")}
+        assert set(changed) == mine | {"leaderboard"}, changed
     finally:
         _restore(clone)
 

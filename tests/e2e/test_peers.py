@@ -3,10 +3,10 @@
 scored on the same series and windows as every other forecaster, with intervals."""
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import pytest
+
+from conftest import exp_sets
 
 pytest.importorskip("neuralforecast")
 
@@ -20,9 +20,7 @@ RUN = {"data.kind": "competition", "data.subset": "other", "prepare.horizon": 8,
 
 def test_a_peer_is_a_baseline_scored_on_the_same_targets(project_factory):
     proj = project_factory("peers", {"train.epochs": 1})
-    sets = [x for k, v in RUN.items() for x in
-            ("-S", f"{k}={json.dumps(v, separators=(',', ':')) if isinstance(v, list) else v}")]
-    res = proj.run(["dvc", "exp", "run", *sets], timeout=600)
+    res = proj.run(["dvc", "exp", "run", *exp_sets(RUN)], timeout=600)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out
     assert "nf_nhits" in out and "Seed set to" not in out, out   # its own line only

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..forecasters.names import PEERS
+
 
 def long_lag(root: Path) -> str:
     """The synthetic task whose next value depends on one value ``lag`` steps back: each
@@ -99,7 +101,7 @@ def architectures_m3(root: Path) -> str:
             + "\n".join(steps) + f"\n\n{commands}\n")
 
 
-PEER_ROWS = ("model", "nf_nhits", "nf_nbeats", "nf_lstm", "nf_patchtst", "theta", "comb")
+PEER_ROWS = ("model", *PEERS, "theta", "comb")
 
 
 def m3_peers(root: Path) -> str:
