@@ -43,10 +43,17 @@ store: repro
 	$(BIN)/dvc push -r store
 	$(BIN)/dvc gc -f -w -c -r store
 
+# The tests also need the service's extras (serve: FastAPI, uvicorn, onnxruntime; load: locust),
+# which `make repro` leaves out.
+TEST_STAMP := $(VENV)/.installed-test
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev,serve,load]'
+	touch $(TEST_STAMP)
+
 # The linter first (ruff, configured in pyproject.toml), then the fast unit tests
 # (tests/unit/<package>/, as src/attn_forecast/), then the end-to-end tests (the real dvc in
 # throw-away repositories), two at a time; both print [done/total].
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/ruff check -q
 	$(BIN)/python -m pytest -q tests/unit
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests/e2e

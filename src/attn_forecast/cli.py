@@ -1,6 +1,8 @@
-"""The ``attn-forecast`` command: ``forecast`` (the default), ``export``, ``params`` and ``tune``.
+"""The ``attn-forecast`` command: ``forecast`` (the default), ``serve``, ``export``, ``params``
+and ``tune``.
 
     attn-forecast forecast --model models/model.pt --csv data/raw/series.csv --steps 20
+    attn-forecast serve --model models/model.pt         # the forecast service, 127.0.0.1:8000
     attn-forecast export --model models/model.pt --format onnx --out model.onnx
     attn-forecast params --resolved     # every key of params.yaml, with what each auto became
     attn-forecast tune                  # the search of competitions/tune/space.yaml (Optuna)
@@ -13,7 +15,8 @@ import sys
 from .errors import run_cli
 
 # each subcommand: the module whose ``main(argv)`` runs it
-COMMANDS = {"forecast": "commands.forecast", "export": "commands.export",
+COMMANDS = {"forecast": "commands.forecast", "serve": "commands.serve",
+            "export": "commands.export",
             "params": "commands.params", "tune": "commands.tune"}
 
 

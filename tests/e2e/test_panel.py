@@ -174,7 +174,9 @@ def test_ddp_on_a_panel_matches_one_process(project_factory):
         (proj.path / f"runs/{name}/params.yaml").write_text(yaml.safe_dump(params))
         res = proj.run(["python", "stages/train.py", "--params", f"runs/{name}/params.yaml",
                         "--prepared", "data/prepared", "--model", f"runs/{name}/model.pt",
-                        "--history", f"runs/{name}/history.csv", "--forecasts",
+                        "--onnx", f"runs/{name}/model.onnx", "--onnx-meta",
+                        f"runs/{name}/model.json", "--history", f"runs/{name}/history.csv",
+                        "--forecasts",
                         f"runs/{name}/fc.npz", "--attention", f"runs/{name}/att.npz",
                         "--lags", f"runs/{name}/lags.csv"], timeout=240)
         assert res.returncode == 0, res.stdout + res.stderr

@@ -56,7 +56,8 @@ def _train(proj, name: str, overrides: dict, prepared: str, timeout: float = 180
     run_dir = f"runs/{name}"
     params = _write_params(proj, f"{run_dir}/params.yaml", overrides)
     res = proj.run(["python", "stages/train.py", "--params", params, "--prepared", prepared,
-                    "--model", f"{run_dir}/model.pt", "--history", f"{run_dir}/history.csv",
+                    "--model", f"{run_dir}/model.pt", "--onnx", f"{run_dir}/model.onnx",
+                    "--onnx-meta", f"{run_dir}/model.json", "--history", f"{run_dir}/history.csv",
                     "--forecasts", f"{run_dir}/fc.npz", "--attention", f"{run_dir}/att.npz",
                     "--lags", f"{run_dir}/lags.csv"], timeout=timeout)
     return SimpleNamespace(name=name, res=res, dir=proj.path / run_dir)
@@ -187,6 +188,8 @@ def test_bf16_autocast_reaches_the_forward_pass(scale, monkeypatch, precision, e
     try:
         stage.main(["--params", str(scale.path / params), "--prepared",
                     str(scale.path / "data/prepared"), "--model", str(run_dir / "model.pt"),
+                    "--onnx", str(run_dir / "model.onnx"), "--onnx-meta",
+                    str(run_dir / "model.json"),
                     "--history", str(run_dir / "history.csv"), "--forecasts",
                     str(run_dir / "fc.npz"), "--attention", str(run_dir / "att.npz"), "--lags",
                     str(run_dir / "lags.csv")])

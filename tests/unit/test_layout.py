@@ -14,7 +14,8 @@ from conftest import PKG, ROOT, imports, module_file
 LIBRARY = ("data", "model", "training", "forecasters", "evaluation", "report")
 # the order of the floors: a package may import those before it, never those after it
 FLOORS = ("errors", "io", "cpu", "progress", "engine", "data", "model", "training", "forecasters",
-          "evaluation", "report", "config", "pipeline", "search", "stage", "commands", "cli")
+          "evaluation", "report", "config", "pipeline", "search", "serve", "stage", "commands",
+          "cli")
 
 
 def _modules() -> list[str]:

@@ -26,23 +26,35 @@ import pandas as pd
 import torch
 
 from ..data import transforms
-from ..data.calendar import time_features
 from ..data.csv import FEATURE_PREFIX, read_table
 from ..data.frequency import check_frame_regular, next_times
 from ..data.scaling import fit_one
 from ..errors import UserInputError, naming, run_cli
-from ..evaluation.intervals import at_point
 from ..forecasters.names import BLEND
-from ..forecasters.protocol import at_levels, level_name
+from ..evaluation.outlook import far_from, lag_of, network_future, outlook
+from ..forecasters.protocol import level_name
 from ..io import write_csv
 from ..model import checkpoint
-from .outlook import blended_future, grown, read_beside, read_blend, series_quantiles
+from .outlook import read_beside, read_blend
 
 MAX_STEPS = 10_000    # --steps past this many is refused (a recursive forecast of that many
 #                       steps of a long window takes hours; split it, or train a longer horizon)
 
 
 # ---------------------------------------------------------------- one series' future
+def torch_runner(model: torch.nn.Module):
+    """The network as evaluation/outlook.py calls it: scaled windows in, quantiles out."""
+    model.eval()
+
+    def run(z: np.ndarray, seen: np.ndarray | None, side: tuple | None) -> np.ndarray:
+        with torch.no_grad():
+            cal = tuple(torch.from_numpy(a) for a in side) if side is not None else None
+            return model(torch.from_numpy(z), cal=cal, quantiles=True,
+                         seen=torch.from_numpy(seen) if seen is not None else None
+                         )[0].double().numpy()
+    return run
+
+
 def forecast_series(model: torch.nn.Module, meta: dict, levels: np.ndarray, steps: int,
                     scaler: tuple[float, float], times: np.ndarray,
                     features: np.ndarray | None = None,
@@ -52,70 +64,17 @@ def forecast_series(model: torch.nn.Module, meta: dict, levels: np.ndarray, step
     fed back), and a quantile head's (steps, Q) quantiles of each (None for a point model).
     ``scaler``: (center, scale) of the model series; ``features``: the raw past covariates
     (n, F) with their (center, scale)."""
-    H, kind = meta["horizon"], meta["transform"]
-    W = model.settings.window      # the model's context: the prior's may exceed the store's
-    off = transforms.offset(kind)
-    need = (meta.get("context") or min(W, meta["window"])) + off
-    if len(levels) < need:
-        raise UserInputError(f"the series has {len(levels)} values; this model needs at "
-                             f"least {need} (window {need - off}"
-                             + (f" + 1 for the {kind} transform)" if off else ")"))
-    names, feats = meta["time_features"], meta["features"]
-    if feats and steps > H:
-        raise UserInputError(f"--steps must be <= {H} (the model's horizon) for a model with "
-                             f"feature columns ({', '.join(feats)}): their future values are "
-                             "not known, so it cannot feed forecasts back in")
-    cal = time_features(np.concatenate([np.asarray(times).astype("datetime64[s]"),
-                                        next_times(times, steps + H).astype("datetime64[s]")]),
-                        names) if names else None
     fz = None
-    if feats:
+    if features is not None and meta["features"]:
         cols = np.stack([transforms.feature_series(features[:, k], kind_k, repr(n))
-                         for k, (n, kind_k) in enumerate(zip(feats, meta["feature_transforms"]))],
+                         for k, (n, kind_k) in enumerate(zip(meta["features"],
+                                                             meta["feature_transforms"]))],
                         axis=1)
-        fz = np.nan_to_num((cols - feature_scaler[0]) / feature_scaler[1], nan=0.0)
-    center, scale = scaler
-    hist = np.asarray(levels, dtype=np.float64)
-    out, quant = [], []
-    model.eval()
-    with torch.no_grad():
-        while len(out) < steps:
-            n = len(hist)
-            z = (transforms.model_series(hist[-(W + off):], kind)[-W:] - center) / scale
-            seen = None
-            if len(z) < W:   # a short history: the steps before it padded and masked
-                seen = torch.arange(W)[None] >= W - len(z)
-                z = np.r_[np.full(W - len(z), z[0]), z]
-            if seen is not None and (cal is not None or fz is not None):
-                raise UserInputError(f"the series has {n} values; a model with calendar or "
-                                     f"feature inputs needs its whole window ({W})")
-            side = _side(cal, fz, n, W, H) if seen is None else None
-            zq = model(torch.tensor(z, dtype=torch.float32)[None], cal=side,
-                       quantiles=True, seen=seen)[0][0].double().numpy()     # (H, Q)
-            lv = np.stack([transforms.to_levels(zq[None, :, k] * scale + center, hist[-1:],
-                                                kind)[0] for k in range(zq.shape[1])], axis=1)
-            quant.append(lv)
-            mid = list(model.settings.quantiles).index(0.5) if model.settings.quantiles else 0
-            out.extend(lv[:, mid].tolist())
-            hist = np.concatenate([hist, lv[:, mid]])
-    head = np.concatenate(quant)[:steps] if model.settings.quantiles else None
-    return np.asarray(out[:steps]), head
-
-
-def _side(cal, fz, n: int, W: int, H: int):
-    """(inputs (1, W, C + F), targets (1, H, C + F)) of the window after level n - 1; the
-    target times' feature columns are zeros (the model never reads them)."""
-    if cal is None and fz is None:
-        return None
-    xs, ys = [], []
-    if cal is not None:
-        xs.append(cal[n - W:n])
-        ys.append(cal[n:n + H])
-    if fz is not None:
-        xs.append(fz[n - W:n].astype(np.float32))
-        ys.append(np.zeros((H, fz.shape[1]), dtype=np.float32))
-    return (torch.from_numpy(np.concatenate(xs, axis=1))[None],
-            torch.from_numpy(np.concatenate(ys, axis=1))[None])
+        fz = [np.nan_to_num((cols - feature_scaler[0]) / feature_scaler[1], nan=0.0)]
+    values, head = network_future(torch_runner(model), meta, model.settings.window,
+                                  model.settings.quantiles, [levels], [times], steps, [scaler],
+                                  fz)
+    return values[0], (head[0] if head is not None else None)
 
 
 # ---------------------------------------------------------------- the command
@@ -194,8 +153,6 @@ def main(argv: list[str] | None = None) -> None:
     blend, blend_lines = read_blend(args.blend, args.model), []
     iv = read_beside(args.intervals, args.model, "intervals.json", "--intervals")
     taus = tuple(iv["levels"]) if iv and iv.get("levels") else tuple(model.settings.quantiles)
-    lags = (iv or {}).get("lags") or {}
-    unseen_lag = max(int((iv or {}).get("season", 0) or 0), 1)   # an id the run never saw
     for a, b in zip(bounds[:-1], bounds[1:]):
         sid, levels = str(ids[a]), frame["value"].to_numpy()[a:b]
         feats = frame[[FEATURE_PREFIX + f for f in meta["features"]]].to_numpy()[a:b] \
@@ -204,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             if k is not None:
                 scaler = (known["center"][k], known["scale"][k])
-                far += _far_from(levels, meta, scaler, sid)
+                far += far_from(levels, meta, scaler, sid)
                 fs = (np.asarray(known["feature_center"][k]),
                       np.asarray(known["feature_scale"][k])) if feats is not None else None
             else:
@@ -213,9 +170,10 @@ def main(argv: list[str] | None = None) -> None:
                 fs = _own_feature_scaler(meta, feats) if feats is not None else None
             values, head = forecast_series(model, meta, levels, args.steps, scaler,
                                            frame["t"].to_numpy()[a:b], feats, fs)
-            values, quant, how, used = _with_intervals(model, meta["horizon"], values, head,
-                                                       blend, iv, sid, levels, args.steps,
-                                                       lags.get(sid, unseen_lag))
+            values, quant, how, used = outlook(BLEND if blend else "model",
+                                               model.settings.quantiles, meta["horizon"],
+                                               values, head, blend, iv, sid, levels,
+                                               args.steps, lag_of(iv, sid))
             if used:
                 blend_lines.append(used)
         except UserInputError as err:   # one id that cannot be forecast: the others still are
@@ -263,53 +221,6 @@ def main(argv: list[str] | None = None) -> None:
         print(f"forecast: the blend of the model and baselines refitted on each whole series: "
               f"{blend_lines[0]}" + (f" (and {len(blend_lines) - 1} more series)"
                                      if len(blend_lines) > 1 else ""))
-
-
-def _with_intervals(model, H: int, values: np.ndarray, head: np.ndarray | None,
-                    blend: dict | None, iv: dict | None, sid: str, levels: np.ndarray,
-                    steps: int, lag: int) -> tuple[np.ndarray, np.ndarray | None, str, str]:
-    """The forecast (the blend's where there is one, else the model's) and every step's
-    quantiles, as outlook.py makes them; how, and the blend's line of what it used."""
-    taus = tuple(iv["levels"]) if iv and iv.get("levels") else ()
-    head = grown(values, head, H) if head is not None else None
-    raw = at_levels(head, model.settings.quantiles, taus) if head is not None and taus \
-        else None
-    name, used = "model", ""
-    if blend:
-        calibrated = ((iv or {}).get("forecasters") or {}).get(BLEND, {}).get("margins")
-        member = raw if raw is not None or not calibrated else \
-            at_point(values[None], len(taus))[0]       # calibration widens a point model's
-        values, raw, used = blended_future(blend, sid, values, levels, steps, taus, member)
-        name = BLEND
-    if not taus:        # no intervals file: a quantile head's own levels, as they are
-        own = head if name == "model" else None
-        return values, own, "the quantile head's own" if own is not None else "", used
-    season = int((blend or iv or {}).get("season", 0) or 0)
-    quant, how = series_quantiles(name, values, raw, iv, levels, season, lag)
-    return values, quant, f"the {name}'s, {how}" if how else "", used
-
-
-FAR = 20.0   # training standard deviations: further than a trend carries a series
-
-
-def _far_from(levels: np.ndarray, meta: dict, scaler: tuple[float, float], sid: str
-              ) -> list[str]:
-    """A warning when the last window, scaled by the training scaler of the series it is taken
-    for, lies more than FAR training standard deviations from the training part's values:
-    most likely another series than the one the model was trained on."""
-    W, kind = meta["window"], meta["transform"]
-    off = transforms.offset(kind)
-    if len(levels) < W + off or meta["scaler"] == "none":
-        return []
-    z = (transforms.model_series(np.asarray(levels[-(W + off):], dtype=np.float64), kind)[-W:]
-         - scaler[0]) / scaler[1]
-    shift = float(np.abs(np.mean(z)))
-    if not np.isfinite(shift) or shift <= FAR:
-        return []
-    return [f"the last window lies {shift:,.0f} training standard deviations from the values "
-            f"of '{sid}' the model was trained on: is this its series? (a model of one series "
-            "scales any file by that series' training scaler; train on this file to forecast "
-            "it)"]
 
 
 def _own_feature_scaler(meta: dict, feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

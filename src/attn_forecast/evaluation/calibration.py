@@ -212,22 +212,25 @@ def margins_record(iv: Intervals, taus: tuple, calibration: CalibrationSet | Non
                             for n in iv.quantiles}}
 
 
-def future_quantiles(raw: np.ndarray, margins: np.ndarray, taus, unit: float) -> np.ndarray:
-    """A future forecast's calibrated quantiles (steps, Q): ``raw`` (steps, Q) widened by the
-    calibrated ``margins`` (H, P) in the series' ``unit``. A step k past the H calibrated ones
-    (a recursive forecast: nothing calibrated it) takes step H's calibrated distances from
-    the median, which are never negative, grown by sqrt(k / H) (a random walk's growth)
-    around its own median: an interval past the horizon only ever widens."""
-    steps, H = len(raw), len(margins)
-    inside = Q.widen(raw[None, :min(steps, H)], margins[:min(steps, H)], taus,
-                     np.array([unit]))[0]
-    if steps <= H:
-        return inside
-    mid = list(taus).index(0.5)
-    spread = inside[H - 1] - inside[H - 1, mid]                          # (Q,), nested
-    k = np.arange(H + 1, steps + 1)
-    past = raw[H:, mid:mid + 1] + spread[None, :] * np.sqrt(k / H)[:, None]
-    return np.concatenate([inside, past])
+def future_quantiles(raw: np.ndarray, margins: np.ndarray, taus, unit) -> np.ndarray:
+    """A future forecast's calibrated quantiles (steps, Q), or of B series (B, steps, Q):
+    ``raw`` of that shape widened by the calibrated ``margins`` (H, P) in each series' ``unit``
+    (a number, or (B,)). A step k past the H calibrated ones (a recursive forecast: nothing
+    calibrated it) takes step H's calibrated distances from the median, which are never
+    negative, grown by sqrt(k / H) (a random walk's growth) around its own median: an
+    interval past the horizon only ever widens."""
+    one = raw.ndim == 2
+    raw = raw[None] if one else raw
+    steps, H = raw.shape[1], len(margins)
+    inside = Q.widen(raw[:, :min(steps, H)], margins[:min(steps, H)], taus,
+                     np.broadcast_to(np.asarray(unit, dtype=np.float64), (len(raw),)))
+    if steps > H:
+        mid = list(taus).index(0.5)
+        spread = inside[:, H - 1] - inside[:, H - 1, mid:mid + 1]          # (B, Q), nested
+        k = np.arange(H + 1, steps + 1)
+        past = raw[:, H:, mid:mid + 1] + spread[:, None, :] * np.sqrt(k / H)[None, :, None]
+        inside = np.concatenate([inside, past], axis=1)
+    return inside[0] if one else inside
 
 
 # ---------------------------------------------------------------- a competition's stages

@@ -173,11 +173,13 @@ def widen(q: np.ndarray, m: np.ndarray, taus, norm: np.ndarray | None = None) ->
     cross)."""
     out = np.array(q, dtype=np.float64, copy=True)
     mid = list(taus).index(0.5)
-    u = _unit(norm, len(q))
-    for k, (lo, hi, _) in enumerate(central_intervals(taus)):
-        mk = m[None, :, k] * u                                            # (N, H)
-        out[..., lo] = np.minimum(q[..., lo] - mk, out[..., mid])
-        out[..., hi] = np.maximum(q[..., hi] + mk, out[..., mid])
+    pairs = central_intervals(taus)
+    if pairs:   # every pair at once: pair k's bounds move by m[:, k] times the unit
+        lo, hi = [p[0] for p in pairs], [p[1] for p in pairs]
+        mk = m[None, :, :len(pairs)] * _unit(norm, len(q))[..., None]     # (N, H, P)
+        med = out[..., mid:mid + 1]
+        out[..., lo] = np.minimum(q[..., lo] - mk, med)
+        out[..., hi] = np.maximum(q[..., hi] + mk, med)
     return nested(out, taus)
 
 

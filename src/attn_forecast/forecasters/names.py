@@ -51,6 +51,14 @@ BLEND = "blend"
 TO_USE = (BLEND, "model")
 
 
+def forecaster_names(blend: dict | None) -> tuple[str, ...]:
+    """What a forecast may be asked of: the blend (where the pipeline learned one), the model
+    and each of the blend's other members."""
+    if not blend:
+        return ("model",)
+    return (BLEND, "model", *[m for m in blend["members"] if m != "model"])
+
+
 def to_use(present) -> str:
     """The forecast to use among the forecasters ``present`` (names with forecasts)."""
     return next((n for n in TO_USE if n in present), "model")

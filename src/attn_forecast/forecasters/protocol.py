@@ -8,6 +8,7 @@ intervals and the figures loop over forecasters and series, never naming one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -47,15 +48,25 @@ def at_levels(q: np.ndarray, have, want) -> np.ndarray:
     increasing levels ``have``: linear in the normal score between the two known levels
     around each one, and past the outermost along the line through the two nearest (the
     tail of a normal distribution of that spread); sorted, so they never cross."""
-    have, want = [float(t) for t in have], [float(t) for t in want]
+    have, want = tuple(float(t) for t in have), tuple(float(t) for t in want)
     if have == want:
         return q
+    a, b, frac = _segments(have, want)
+    return np.sort(q[..., a] + frac * (q[..., b] - q[..., a]), axis=-1)
+
+
+@lru_cache(maxsize=64)
+def _segments(have: tuple, want: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each wanted level, the two known levels around it and its place between them in
+    normal scores (computed once per pair of level sets)."""
     from scipy.special import ndtri   # the standard normal's quantile function
     zh, zw = ndtri(np.asarray(have)), ndtri(np.asarray(want))
     b = np.clip(np.searchsorted(zh, zw), 1, len(have) - 1)      # each level's segment
     a = b - 1
-    frac = (zw - zh[a]) / (zh[b] - zh[a])
-    return np.sort(q[..., a] + frac * (q[..., b] - q[..., a]), axis=-1)
+    out = a, b, (zw - zh[a]) / (zh[b] - zh[a])
+    for x in out:
+        x.setflags(write=False)     # shared by every call
+    return out
 
 
 def gaussian(point: np.ndarray, sd: np.ndarray, taus) -> np.ndarray:
@@ -67,13 +78,18 @@ def gaussian(point: np.ndarray, sd: np.ndarray, taus) -> np.ndarray:
 def central_intervals(taus) -> list[tuple[int, int, int]]:
     """(lower index, upper index, nominal %) of each central interval the levels hold, the
     widest first (0.025 and 0.975: 95; a fractional percentage rounds to the nearest)."""
+    return list(_central(tuple(float(t) for t in taus)))
+
+
+@lru_cache(maxsize=64)
+def _central(taus: tuple) -> tuple[tuple[int, int, int], ...]:
     taus = [round(t, 6) for t in taus]
     out = []
     for i, t in enumerate(taus):
         j = taus.index(round(1 - t, 6)) if round(1 - t, 6) in taus else None
         if j is not None and t < 0.5:
             out.append((i, j, round(100 * (1 - 2 * t))))
-    return out
+    return tuple(out)
 
 
 def nested(q: np.ndarray, taus) -> np.ndarray:

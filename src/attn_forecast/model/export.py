@@ -13,6 +13,9 @@ The graph takes scaled model-space values and returns them:
              calendar_targets  (batch, H, C)  float32: only with calendar features
              features          (batch, W, F)  float32: only with past covariates (the window's
                                               steps; transformed and scaled, see the JSON)
+             seen              (batch, W)     bool: only for a model that forecasts from fewer
+                                              values than W (the fine-tuned prior): the steps
+                                              that hold values, the padding before them False
     outputs  forecast          (batch, H)     float32: the next H values, scaled
              quantiles         (batch, H, Q)  float32: only with a quantile head
 
@@ -30,18 +33,23 @@ import torch
 from torch import nn
 
 from ..io import atomic_path, write_json
+from .settings import context_of, takes_short
 
 
 class Serving(nn.Module):
-    """The model with plain tensor inputs and outputs (no flags, no tuples of weights)."""
+    """The model with plain tensor inputs and outputs (no flags, no tuples of weights), in the
+    order of :func:`io_names`."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, masked: bool = False) -> None:
         super().__init__()
         self.model = model
         self.settings = model.settings
+        self.masked = masked
 
-    def forward(self, window: torch.Tensor, *side: torch.Tensor):
+    def forward(self, window: torch.Tensor, *rest: torch.Tensor):
         s, cal = self.settings, None
+        seen = rest[-1] if self.masked else None
+        side = rest[:-1] if self.masked else rest
         if side:  # [calendar_inputs, calendar_targets] [features] -> the model's (C + F) pair
             xs, ys = ([side[0]], [side[1]]) if s.n_time_features else ([], [])
             if s.n_features:  # a target time's features are never read: zeros
@@ -50,39 +58,45 @@ class Serving(nn.Module):
                 ys.append(feats.new_zeros(feats.shape[0], s.horizon, s.n_features))
             cal = (torch.cat(xs, dim=-1), torch.cat(ys, dim=-1))
         if self.settings.quantiles:
-            q = self.model(window, cal=cal, quantiles=True)[0]
+            q = self.model(window, cal=cal, quantiles=True, seen=seen)[0]
             return q[..., list(self.settings.quantiles).index(0.5)], q
-        return self.model(window, cal=cal)[0]
+        return self.model(window, cal=cal, seen=seen)[0]
 
 
-def io_names(settings) -> tuple[list[str], list[str]]:
+def io_names(settings, masked: bool = False) -> tuple[list[str], list[str]]:
     inputs = ["window"] + (["calendar_inputs", "calendar_targets"]
                            if settings.n_time_features else []) \
-        + (["features"] if settings.n_features else [])
+        + (["features"] if settings.n_features else []) + (["seen"] if masked else [])
     outputs = ["forecast"] + (["quantiles"] if settings.quantiles else [])
     return inputs, outputs
 
 
-def example_inputs(settings, batch: int = 2) -> tuple[torch.Tensor, ...]:
+def example_inputs(settings, batch: int = 2, masked: bool = False) -> tuple[torch.Tensor, ...]:
     x = (torch.zeros(batch, settings.window),)
     if settings.n_time_features:
         C = settings.n_time_features
         x += (torch.zeros(batch, settings.window, C), torch.zeros(batch, settings.horizon, C))
     if settings.n_features:
         x += (torch.zeros(batch, settings.window, settings.n_features),)
+    if masked:
+        x += (torch.ones(batch, settings.window, dtype=torch.bool),)
     return x
 
 
 def describe(settings, meta: dict, fmt: str) -> dict:
     """The JSON beside the exported model."""
-    inputs, outputs = io_names(settings)
+    mask = takes_short(meta, settings.window)
+    inputs, outputs = io_names(settings, mask)
     W, H, C = settings.window, settings.horizon, settings.n_time_features
     shapes = {"window": ["batch", W], "calendar_inputs": ["batch", W, C],
               "calendar_targets": ["batch", H, C], "forecast": ["batch", H],
-              "features": ["batch", W, settings.n_features],
+              "features": ["batch", W, settings.n_features], "seen": ["batch", W],
               "quantiles": ["batch", H, len(settings.quantiles)]}
     return {
         "format": fmt, "window": W, "horizon": H, "transform": meta["transform"],
+        # the fewest values a history needs (before a transform's one): a shorter window than
+        # W is padded with its first value and the padding marked False in ``seen``
+        "context": context_of(meta, W),
         "scaler": meta["scaler"], "quantiles": list(settings.quantiles),
         # one scaler per series: ids[k] is scaled by center[k], scale[k] (and its features by
         # feature_center[k], feature_scale[k])
@@ -103,17 +117,23 @@ def describe(settings, meta: dict, fmt: str) -> dict:
                    "transform (none; diff and log_return as above; log1p: log(1 + x)), then "
                    "(f - feature_center) / feature_scale of the series; a row the transform "
                    "leaves undefined (a differenced column's first) is 0 after scaling."
-                   if settings.n_features else "")),
+                   if settings.n_features else "")
+                + (" seen: True for the steps that hold values; a history shorter than window "
+                   "(at least context) is padded in front with its first scaled value, its "
+                   "padding False." if mask else "")),
     }
 
 
-def export(model: nn.Module, meta: dict, out: str | Path, fmt: str) -> Path:
-    """Write the model and its JSON; returns the JSON's path."""
+def export(model: nn.Module, meta: dict, out: str | Path, fmt: str,
+           meta_path: str | Path | None = None) -> Path:
+    """Write the model and its JSON (``meta_path``, by default beside ``out`` with the suffix
+    .json); returns the JSON's path."""
     import warnings
     out = Path(out)
-    serving = Serving(model).eval()
-    inputs, outputs = io_names(model.settings)
-    args = example_inputs(model.settings)
+    mask = takes_short(meta, model.settings.window)
+    serving = Serving(model, mask).eval()
+    inputs, outputs = io_names(model.settings, mask)
+    args = example_inputs(model.settings, masked=mask)
     with atomic_path(out) as tmp, warnings.catch_warnings():
         # the TorchScript exporter's deprecation notice, and its tracer's notes on the
         # model's Python branches (each taken the same way for every input)
@@ -133,6 +153,6 @@ def export(model: nn.Module, meta: dict, out: str | Path, fmt: str) -> Path:
             buf = io.BytesIO()   # a buffer: torch.export warns on a file not named *.pt2
             torch.export.save(program, buf)
             tmp.write_bytes(buf.getvalue())
-    meta_path = out.with_suffix(".json")
+    meta_path = Path(meta_path) if meta_path else out.with_suffix(".json")
     write_json(meta_path, describe(model.settings, meta, fmt))
     return meta_path

@@ -274,9 +274,15 @@ class Ensemble(nn.Module):
             outs.append(m(x[:, -w:], need_weights and i == 0, c, quantiles,
                           seen[:, -w:] if seen is not None else None))
         stacked = torch.stack([o[0] for o in outs])
-        out = stacked.mean(dim=0) if self.combine == "mean" else \
-            torch.quantile(stacked, 0.5, dim=0)   # an even count: the middle two's mean
-        return out, outs[0][1]
+        return (stacked.mean(dim=0) if self.combine == "mean" else median(stacked)), outs[0][1]
+
+
+def median(x: torch.Tensor) -> torch.Tensor:
+    """The median over dim 0, an even count's the middle two's mean: the same bits as
+    ``torch.quantile(x, 0.5, dim=0)`` (its sort and its lerp), in operators ONNX exports."""
+    k = x.shape[0]
+    s = x.sort(dim=0).values
+    return torch.lerp(s[(k - 1) // 2], s[k // 2], 0.5) if k % 2 == 0 else s[(k - 1) // 2]
 
 
 def build_model(s: ModelSettings | list[ModelSettings], members: int = 1,

@@ -64,3 +64,17 @@ class ModelSettings:
         """Input steps [first, last] each token covers (0 = the oldest step)."""
         p, stride = self.patch
         return [(i * stride, i * stride + p - 1) for i in range(self.n_tokens)]
+
+
+def context_of(meta: dict, window: int) -> int:
+    """The fewest model values a history needs, from the prepared data's record ``meta``: its
+    shortest context, or its window (a network whose own ``window`` is longer, the fine-tuned
+    prior, pads the rest and masks the padding)."""
+    return int(meta.get("context") or min(window, meta["window"]))
+
+
+def takes_short(meta: dict, window: int) -> bool:
+    """Whether a network of ``window`` steps forecasts from fewer values (padded, the padding
+    masked by ``seen``): then every call passes ``seen`` (all true for a whole window), so a
+    forecast is the same whichever series share its batch, and its export takes ``seen``."""
+    return context_of(meta, window) < window

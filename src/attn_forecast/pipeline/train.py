@@ -1,6 +1,7 @@
 """Stage train's step: the model fitted on every series' training windows (the setup of
-pipeline/training.py), its checkpoint and history, its forecasts of the windows evaluate
-scores, and what it looks at (its attention weights, the weight by lag). Needs torch."""
+pipeline/training.py), its checkpoint, its ONNX export and history, its forecasts of the
+windows evaluate scores, and what it looks at (its attention weights, the weight by lag).
+Needs torch."""
 from __future__ import annotations
 
 from ..config.load import load_params
@@ -10,14 +11,15 @@ from ..forecasters.neural import ModelForecaster
 from ..forecasters.run import run
 from ..forecasters.saved import save
 from ..io import CSV_DIGITS, write_columns, write_npz
-from ..model import checkpoint, explain
+from ..model import checkpoint, explain, export
 from ..training.distributed import distributed
 from .forecasting import check_data, parts, taus
 from .training import device, fit, run_record
 
 
-def step(params: str, prepared: str, model: str, history: str, forecasts: str, attention: str,
-         lags: str, pretrained: str | None, relaunch: tuple[str, list[str]]):
+def step(params: str, prepared: str, model: str, onnx: str, onnx_meta: str, history: str,
+         forecasts: str, attention: str, lags: str, pretrained: str | None,
+         relaunch: tuple[str, list[str]]):
     """train: ``relaunch``, the stage's script and arguments, runs again under torchrun when
     ``train.nproc`` > 1. Returns the first member's FitResult (in every process)."""
     p = load_params(params, profile(prepared))
@@ -35,6 +37,7 @@ def step(params: str, prepared: str, model: str, history: str, forecasts: str, a
     checkpoint.save(model, net, {"prepare": store.meta(), "init": t.init,
                                  "best_epoch": res.best_epoch, "history": res.history,
                                  "member_histories": [r.history for r in results]})
+    export.export(net, store.meta(), onnx, "onnx", onnx_meta)   # what the export stage serves
     write_columns(history, {k: [row[k] for row in res.history]
                             for k in ("epoch", "train_loss", "val_loss", "lr")}, CSV_DIGITS)
     ran = run_record(fitted.settings, net, results, p, int(store.counts("train").sum()), t.init)

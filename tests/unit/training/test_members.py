@@ -64,7 +64,11 @@ def test_a_stacked_members_gradient_is_its_own_loss_alone(losses, heads):
     """One batch through the stacked members: each member's forecasts and the gradient of
     its weights equal that member's own (built from its seed) under its own loss alone.
     (Losses with a kink, such as MAE, flip a gradient's sign where float rounding moves a
-    forecast across the target: they agree to a looser tolerance.)"""
+    forecast across the target: they agree to a looser tolerance. MKL, whose kernels are not
+    pinned, takes other paths for the batched product on some CPUs (seen: AMX-capable Intel
+    Xeons, forecasts 1e-4 and gradients 1e-3 apart; equal under MKL_CBWR=COMPATIBLE): hence
+    the looser tolerances, still far below what a member mixed up with another would be off
+    by.)"""
     store = _store()
     data = to_device(store, torch.device("cpu"))
     s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16, n_heads=heads)
@@ -84,11 +88,11 @@ def test_a_stacked_members_gradient_is_its_own_loss_alone(losses, heads):
     grads = dict(zip(stacked.names, (q.grad for q in stacked.stacked)))
     for k, (m, (_, name, _)) in enumerate(zip(alone, members)):
         out = m(x, need_weights=True)[0]     # the explicit attention path, as stacked takes
-        torch.testing.assert_close(pred[k].detach(), out.detach(), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(pred[k].detach(), out.detach(), rtol=1e-3, atol=1e-4)
         make_loss(name, ())(out, y, sid, data["rows"]).backward()
         for key, q in m.named_parameters():
             scale = float(q.grad.abs().max()) + 1e-12
-            tol = 1e-5 if name != "mae" else 5e-2
+            tol = 5e-3 if name != "mae" else 5e-2
             torch.testing.assert_close(grads[key][k] / scale, q.grad / scale, rtol=0,
                                        atol=tol)
 
