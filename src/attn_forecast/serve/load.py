@@ -21,7 +21,8 @@ LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 
 def run(port: int, body: bytes, users: int, seconds: float, skip: float, work: Path,
         host: str = "127.0.0.1") -> dict:
-    """``users`` posting ``body`` to the service at ``host``:``port`` for ``seconds``: the
+    """``users`` posting ``body`` to the service at ``host``:``port`` for ``seconds`` (whole
+    seconds, as locust takes them): the
     requests, the failures, requests per second and latency percentiles (ms) after the first
     ``skip`` seconds."""
     work.mkdir(parents=True, exist_ok=True)
@@ -29,11 +30,16 @@ def run(port: int, body: bytes, users: int, seconds: float, skip: float, work: P
     bf.write_bytes(body)
     locust = shutil.which("locust", path=str(Path(sys.executable).parent)) or "locust"
     env = {**os.environ, "SERVE_LOAD_BODY": str(bf), "SERVE_LOAD_OUT": str(out)}
-    subprocess.run([locust, "-f", str(LOCUSTFILE), "--headless", "-u", str(users), "-r",
-                    str(users), "-t", f"{seconds}s", "--host", f"http://{host}:{port}",
-                    "--only-summary", "--loglevel", "ERROR", "--stop-timeout", "60"],
-                   env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   timeout=seconds + 120)
+    out.unlink(missing_ok=True)
+    # locust exits 1 when a request failed: the failures are counted below, not raised
+    res = subprocess.run([locust, "-f", str(LOCUSTFILE), "--headless", "-u", str(users), "-r",
+                          str(users), "-t", f"{max(1, round(seconds))}s", "--host",
+                          f"http://{host}:{port}", "--only-summary", "--loglevel", "ERROR",
+                          "--stop-timeout", "60"], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, timeout=seconds + 120)
+    if not out.is_file():
+        raise RuntimeError(f"locust wrote no samples (exit {res.returncode}): "
+                           f"{res.stderr.strip()[-300:]}")
     return summary(np.array(json.loads(out.read_text())).reshape(-1, 3), users, skip)
 
 
