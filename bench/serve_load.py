@@ -173,7 +173,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "serve_load.json")
     args = ap.parse_args()
     users = [int(u) for u in args.users.split(",")]
-    command = "python bench/serve_load.py " + " ".join(sys.argv[1:])
+    command = " ".join(["python bench/serve_load.py", *sys.argv[1:]])
     print(f"command: {command}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="attn-serve-load-"))
     # both servers: numpy's and onnxruntime's threads at 1 (the service sets its own too)

@@ -16,7 +16,7 @@ def _lat(r: dict) -> str:
 
 def serve_load(root: Path) -> str:
     r = json.loads((root / RESULT).read_text())
-    lines = [f"`{r['command']}` at {r['commit']} ({r['date']}, {r['machine']}; "
+    lines = [f"`{r['command'].strip()}` at {r['commit']} ({r['date']}, {r['machine']}; "
              f"{r['seconds']:g} s a run, the first {r['skip']:g} s left out; "
              f"{r['history']} values a series):", "",
              "| case | users | service req/s | floor req/s | ratio | service p50 / p95 / p99 "

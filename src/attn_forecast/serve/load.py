@@ -22,9 +22,8 @@ LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 def run(port: int, body: bytes, users: int, seconds: float, skip: float, work: Path,
         host: str = "127.0.0.1") -> dict:
     """``users`` posting ``body`` to the service at ``host``:``port`` for ``seconds`` (whole
-    seconds, as locust takes them): the
-    requests, the failures, requests per second and latency percentiles (ms) after the first
-    ``skip`` seconds."""
+    seconds, as locust takes them): the requests, the failures, requests per second and
+    latency percentiles (ms) after the first ``skip`` seconds."""
     work.mkdir(parents=True, exist_ok=True)
     bf, out = work / "body.json", work / "samples.json"
     bf.write_bytes(body)
