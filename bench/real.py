@@ -58,14 +58,13 @@ from attn_forecast.report.docs import quantile_verdicts  # noqa: E402
 
 STAGES = ("generate", "prepare", "baselines", "train", "evaluate", "backtest_train")
 STATS = ("seasonal_naive", "ridge", "ets", "theta", "arima")
-# the blend as the real profile makes it (evaluate.blend), and other rules and member sets
-# scored from the same forecasts of every fold (each learns its weights on the fold's own
-# validation part), to choose among on --validation
+# the blend as the real profile makes it (evaluate.blend), and the same blend shrunk toward
+# equal weights by other amounts (forecasters/combination.py:SHRINK; 0: the weights as
+# learned), scored from the same forecasts of every fold (each learns its weights on the
+# fold's own validation part), to choose among on --validation
 BLEND = ["model", "naive", "seasonal_naive", "ets", "theta", "arima"]
-VARIANTS = {"blend_best": (BLEND, 1.0), "blend_all": (BLEND, float("inf")),
-            "blend_1.5x": (BLEND, 1.5), "blend_stats": (BLEND[1:], 3.0),
-            "blend_ridge": (BLEND + ["ridge"], 3.0), "blend_2x": (BLEND, 2.0),
-            "blend_5x": (BLEND, 5.0), "blend_stats_all": (BLEND[1:], float("inf"))}
+VARIANTS = {"blend_shrink0": (BLEND, 3.0, 0.0), "blend_shrink5": (BLEND, 3.0, 5.0),
+            "blend_shrink20": (BLEND, 3.0, 20.0), "blend_stats": (BLEND[1:], 3.0)}
 FORECASTERS = ("blend", *VARIANTS, "model", "zeroshot", "model+stats", "fracast", "scratch",
                "naive", *STATS)
 SEASONAL = {"taylor", "wineind", "woolyrnq", "airpassengers", "lynx", "elnino", "realgdp",

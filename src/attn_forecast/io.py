@@ -54,6 +54,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield Path(tmp)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
+    except OSError as err:   # an error names the file asked for, never the temporary one
+        if err.filename in (tmp, str(tmp)) or err.filename2 == str(path):
+            raise OSError(err.errno, err.strerror, str(path)) from None
+        raise
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -85,8 +89,22 @@ def write_text(path: str | Path, text: str) -> None:
         tmp.write_text(text)
 
 
+def _json_safe(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, inf) as None: JSON has no NaN, and a score
+    that does not exist is null (n/a), never a number."""
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
 def write_json(path: str | Path, obj: Any) -> None:
-    write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+    """Valid JSON always: a non-finite float is written as null."""
+    write_text(path, json.dumps(_json_safe(obj), indent=2, sort_keys=False,
+                                allow_nan=False) + "\n")
 
 
 def read_json(path: str | Path) -> Any:

@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="onnx (default) or pt2 (a torch.export program)")
     ap.add_argument("--out", required=True, help="file to write; its .json goes beside it")
     args = ap.parse_args(argv)
-    payload = checkpoint.read(args.model)
+    payload = checkpoint.trained(args.model)
     if args.format == "onnx" and not args.out.endswith(".onnx"):
         raise UserInputError(f"--out must end in .onnx for --format onnx, got {args.out}")
     model = checkpoint.model_from(payload)

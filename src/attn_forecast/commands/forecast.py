@@ -119,6 +119,10 @@ def parser() -> argparse.ArgumentParser:
                     help=f"values to forecast (1 to {MAX_STEPS:,}; default: the model's horizon, "
                     "the steps its intervals were calibrated for)")
     ap.add_argument("--out", default="forecast.csv", help="CSV to write (default forecast.csv)")
+    ap.add_argument("--allow-far", action="store_true",
+                    help="forecast a series whose last window lies far (20 training standard "
+                    "deviations) from the values it was trained on; without it that is an "
+                    "error (most likely a file of other data)")
     return ap
 
 
@@ -128,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.steps is not None and not 1 <= args.steps <= MAX_STEPS:
         raise UserInputError(f"--steps must be an integer from 1 to {MAX_STEPS:,}, got "
                              f"{args.steps}")
-    payload = checkpoint.read(args.model)
+    payload = checkpoint.trained(args.model)
     model = checkpoint.model_from(payload)
     meta = payload["prepare"]
     if args.steps is None:          # the horizon the model was trained and calibrated for
@@ -196,12 +200,16 @@ def main(argv: list[str] | None = None) -> None:
         parts.append(out)
     if not parts:
         raise UserInputError(f"no id could be forecast; the first: {skipped[0]}")
+    if far and not args.allow_far:    # most likely a file of other data: nothing written
+        raise UserInputError(far[0].replace("is this its series?", "not its series, it "
+                                            "seems") + "; --allow-far forecasts it anyway"
+                             + (f" ({len(far)} series so far off)" if len(far) > 1 else ""))
     result = pd.concat(parts, ignore_index=True)
     write_csv(args.out, result if read["id_column"] else result.drop(columns="id"))
     if skipped:
         print(f"forecast: warning: {len(skipped)} id(s) left out, the first: {skipped[0]}",
               file=sys.stderr)
-    for line in far[:1]:
+    for line in far[:1]:    # --allow-far: forecast, and say so
         print(f"forecast: warning: {line}", file=sys.stderr)
     what = f"each of {len(parts)} ids" if read["id_column"] else f"{b - a} values"
     new = f" ({unseen} id(s) not in training, scaled by their own history)" \

@@ -9,6 +9,11 @@ from ..errors import UserInputError
 from ..io import read_json
 
 
+# what each file the evaluate stage writes beside the checkpoint holds at least
+KEYS = {"blend.json": ("members", "season", "mean", "series"),
+        "intervals.json": ("levels", "calibrated_on", "forecasters")}
+
+
 def read_beside(path: str | None, model_path: str, name: str, flag: str) -> dict | None:
     """A file the evaluate stage wrote beside the checkpoint (``name``), or ``path``; None
     where there is none ('' asks for none)."""
@@ -20,10 +25,19 @@ def read_beside(path: str | None, model_path: str, name: str, flag: str) -> dict
             raise UserInputError(f"{flag}: file not found: {path}")
         return None
     try:
-        return read_json(file)
+        got = read_json(file)
     except ValueError as err:
         raise UserInputError(f"{flag}: {file} is not the evaluate stage's JSON ({err}); run "
                              "`dvc repro` to write it again, or pass another") from None
+    need = KEYS[name]
+    if not isinstance(got, dict) or not set(need) <= set(got):
+        other = next((n for n, keys in KEYS.items() if n != name and isinstance(got, dict)
+                      and set(keys) <= set(got)), None)
+        holds = f"the evaluate stage's {other}" if other else \
+            f"a JSON file without {', '.join(k for k in need if k not in (got or {}))}"
+        raise UserInputError(f"{flag}: {file} is {holds}, not its {name} ({', '.join(need)}); "
+                             f"pass the {name} file, or '' for none")
+    return got
 
 
 def read_blend(path: str | None, model_path: str) -> dict | None:

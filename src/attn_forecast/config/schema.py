@@ -16,7 +16,7 @@ from pydantic import (AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from ..engine import ENGINES, LOCAL
-from ..forecasters.names import FUTURE_MEMBERS, NAMES, WQL_LEVELS
+from ..forecasters.names import FEW_WINDOWS, FUTURE_MEMBERS, NAMES, WQL_LEVELS
 from ..model.settings import KINDS, ModelSettings
 from ..training.settings import TrainSettings
 
@@ -190,6 +190,10 @@ class EvaluateParams(Section):
     baselines: list[Baseline] = Field(
         default_factory=lambda: ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta"])
     conformal: Literal["none", "split"] = "split"  # split: calibrate on the calibration part
+    # a level with fewer calibration windows than split conformal's rank needs: pooled (every
+    # step's scores pooled, then a normal tail) | gaussian (the normal tail) | largest (the
+    # largest score, as before: two levels can coincide); evaluation/intervals.py:FEW
+    few_windows: Literal[FEW_WINDOWS] = "pooled"  # type: ignore[valid-type]
     # where the statistical field runs: local (this machine's processes) or dask (the cluster at
     # engine_address; '' = one embedded here, a worker per core)
     engine: Literal[ENGINES] = LOCAL  # type: ignore[valid-type]

@@ -37,15 +37,79 @@ def _guess_formats(sample: str) -> list[str]:
     return [f for f in out if not f.startswith("%Y-%d") and not f.startswith("%Y/%d")]
 
 
+# calendars written as periods, read as each period's first day: (what a value looks like,
+# how it reads, the reading in words)
+PERIODS = (
+    (re.compile(r"^\d{4}[-\s]?[Qq][1-4]$"), "quarter",
+     "quarters (2020Q1, 2020-Q1: each quarter's first day)"),
+    (re.compile(r"^\d{4}-?W\d{2}$"), "week", "ISO weeks (2020-W05: each week's Monday)"),
+    (re.compile(r"^\d{4}[/.]\d{1,2}$"), "month", "year and month (1990/01: each month's "
+     "first day)"),
+)
+YEARS = (1000, 2999)    # integral numbers in this range, a year apart: years
+
+
+def _years(values: pd.Series) -> bool:
+    """Whether numbers are years: integral, four digits, mostly one apart (1700, 1701.0 ...
+    as statsmodels and spreadsheets write them), not step numbers."""
+    v = values.to_numpy(dtype=np.float64)
+    if len(v) < 2 or not np.all(v == np.round(v)) or not np.all((v >= YEARS[0])
+                                                                 & (v <= YEARS[1])):
+        return False
+    d = np.diff(np.sort(v))
+    return bool(np.median(d[d > 0]) == 1) if (d > 0).any() else False
+
+
+def _period_dates(text: pd.Series, kind: str) -> pd.Series:
+    if kind == "quarter":
+        compact = text.str.replace(r"[-\s]", "", regex=True).str.upper()
+        return pd.Series(pd.PeriodIndex(compact, freq="Q").to_timestamp(), index=text.index)
+    if kind == "week":
+        iso = text.str.replace(r"^(\d{4})-?W", r"\1-W", regex=True) + "-1"
+        return pd.to_datetime(iso, format="%G-W%V-%u")
+    return pd.to_datetime(text.str.replace(".", "/", regex=False), format="%Y/%m")
+
+
+def time_reading(text: pd.Series, fmt: str = "auto") -> str:
+    """How :func:`parse_times` reads a time column, in words (for the stages' lines)."""
+    if fmt != "auto":
+        return f"dates in the format {fmt!r}"
+    as_num = pd.to_numeric(text, errors="coerce")
+    if as_num.notna().all():
+        return ("years (integral numbers a year apart, each year's 1 January)"
+                if _years(as_num) else "step numbers (no calendar)")
+    first = text.iloc[0] if len(text) else ""
+    for pattern, _, words in PERIODS:
+        if pattern.match(first):
+            return words
+    formats = _guess_formats(first)
+    return f"dates in the format {formats[0]!r}" if formats else "dates"
+
+
 def parse_times(text: pd.Series, fmt: str, where: str, column: str) -> pd.Series:
     """The time column as numbers, or as dates read with ONE format for every row: ``auto``
-    (numbers stay numbers; dates take the format inferred from the first value, which must
-    read every row and not be ambiguous between day-first and month-first) or a strftime
-    format. Never a per-row (mixed-format) parse."""
+    (numbers stay numbers, but years, integral four-digit numbers a year apart, are read as
+    each year's 1 January; periods such as 2020Q1, 2020-W05 and 1990/01 as each period's
+    first day; dates take the format inferred from the first value, which must read every row
+    and not be ambiguous between day-first and month-first) or a strftime format. Never a
+    per-row (mixed-format) parse."""
     if fmt == "auto":
         as_num = pd.to_numeric(text, errors="coerce")
         if as_num.notna().all():
+            if _years(as_num):
+                return pd.to_datetime(as_num.round().astype(np.int64).astype(str),
+                                      format="%Y")
             return as_num
+        for pattern, kind, words in PERIODS:
+            if pattern.match(text.iloc[0]):
+                bad = ~text.str.match(pattern)
+                if bad.any():
+                    i = _first(bad)
+                    raise DataError(f"{where}: time column {column!r} value {text.iloc[i]!r} "
+                                    f"on line {text.index[i] + 2} is not of the form of line 2 "
+                                    f"({text.iloc[0]!r}: {words}); every row must use one "
+                                    "form")
+                return _period_dates(text, kind)
         formats = _guess_formats(text.iloc[0])
         if not formats:
             i = _first(as_num.isna())
@@ -215,4 +279,6 @@ def read_table(path: str | Path, column: str, *, time_column: str = "", id_colum
     for name in cols:
         if name != "value":
             out[name] = frame[name].to_numpy(np.float64)
+    if time_column:     # how the time column was read, for the stages' lines
+        out.attrs["time_reading"] = time_reading(raw[time_column].str.strip(), time_format)
     return out

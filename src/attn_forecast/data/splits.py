@@ -233,3 +233,20 @@ def fold_short(cuts: list[Cuts], window: int, horizon: int, off: int, wanted: tu
         if any(got[part] < 1 for part in wanted):
             return j, got
     return None
+
+
+def checked_folds(store, k: int, *, fold_size: int, train_size: int, gap: int, val_frac: float,
+          cal_frac: float, wanted: tuple) -> list[splits.Cuts]:
+    """``k`` folds of the store's series (:func:`folds`), each with windows in every part of
+    ``wanted``, else a SettingError naming the fold and its parts' window counts."""
+    cuts = fold_cuts(store.cuts, store.lengths, k, fold_size=fold_size,
+                            train_size=train_size, gap=gap, val_frac=val_frac,
+                            cal_frac=cal_frac, horizon=store.horizon)
+    short = fold_short(cuts, store.window, store.horizon, store.offset, wanted)
+    if short:
+        j, got = short
+        raise SettingError(
+            f"backtest fold {j} of {len(cuts)} has " + ", ".join(
+                f"{v} {part}" for part, v in got.items()) + " windows; use fewer "
+            "<folds>, a smaller <gap> or <window>, or a longer series")
+    return cuts

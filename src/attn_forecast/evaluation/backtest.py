@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 
 from ..data import splits
-from ..errors import SettingError
 
 
 def fold_key(prepared_dir: str | Path, cuts: splits.Cuts, settings: list) -> str:
@@ -27,23 +26,6 @@ def fold_key(prepared_dir: str | Path, cuts: splits.Cuts, settings: list) -> str
                     h.update(block)
     h.update(json.dumps([cuts.to_dict(), settings], sort_keys=True).encode())
     return h.hexdigest()
-
-
-def folds(store, k: int, *, fold_size: int, train_size: int, gap: int, val_frac: float,
-          cal_frac: float, wanted: tuple) -> list[splits.Cuts]:
-    """``k`` folds of the store's series (splits.folds), each with windows in every part of
-    ``wanted``."""
-    cuts = splits.fold_cuts(store.cuts, store.lengths, k, fold_size=fold_size,
-                            train_size=train_size, gap=gap, val_frac=val_frac,
-                            cal_frac=cal_frac, horizon=store.horizon)
-    short = splits.fold_short(cuts, store.window, store.horizon, store.offset, wanted)
-    if short:
-        j, got = short
-        raise SettingError(
-            f"backtest fold {j} of {len(cuts)} has " + ", ".join(
-                f"{v} {part}" for part, v in got.items()) + " windows; use fewer "
-            "<folds>, a smaller <gap> or <window>, or a longer series")
-    return cuts
 
 
 SCORES = ("rmse", "mae", "mase", "smape", "mase_mean", "smape_mean", "rmse_mean")

@@ -140,14 +140,17 @@ class Intervals:
     n_windows: dict[str, int] = field(default_factory=dict)
     short: dict[str, list[int]] = field(default_factory=dict)
     fallback: dict[str, int] = field(default_factory=dict)
+    few: str = "pooled"             # the rule those too few windows were calibrated by
 
 
 def intervals(forecasts: dict[str, Forecast | None], taus: tuple, unit: np.ndarray,
-              sid: np.ndarray, fallback: Forecast, calibration: CalibrationSet | None
-              ) -> Intervals:
+              sid: np.ndarray, fallback: Forecast, calibration: CalibrationSet | None,
+              few: str = "pooled") -> Intervals:
     """Every forecaster's quantiles of the scored windows (see the module docstring):
     ``forecasts`` name -> its forecast of them, ``unit`` (N,) each window's unit, ``sid``
-    (N,) its series, ``fallback`` the fallback's forecast of them (with quantiles)."""
+    (N,) its series, ``fallback`` the fallback's forecast of them (with quantiles); ``few``:
+    how a level with fewer calibration windows than its rank needs is calibrated
+    (intervals.FEW)."""
     out = Intervals()
     spread = fallback.spread()
     for name, fc in forecasts.items():
@@ -162,11 +165,13 @@ def intervals(forecasts: dict[str, Forecast | None], taus: tuple, unit: np.ndarr
             if cal is not None and cal.forecast.failed is not None:  # the fallback's windows
                 ok &= ~np.asarray(cal.forecast.failed, dtype=bool)
             if ok.any() and fc.quantiles is not None:
-                m = Q.margins(cal.forecast.quantiles[ok], cal.actual[ok], taus, cal.unit[ok])
+                m = Q.margins(cal.forecast.quantiles[ok], cal.actual[ok], taus, cal.unit[ok],
+                              few)
                 out.margins[name], out.n_windows[name] = m, int(ok.sum())
                 short = Q.too_few(int(ok.sum()), taus)
                 if short:
                     out.short[name] = short
+                out.few = few
                 q = Q.widen(fc.quantiles, m, taus, unit)
         elif fc.quantiles is not None:
             q = Q.nested(fc.quantiles, taus)
@@ -182,13 +187,20 @@ def intervals(forecasts: dict[str, Forecast | None], taus: tuple, unit: np.ndarr
 
 
 def short_lines(iv: Intervals) -> list[str]:
-    """One warning per forecaster whose calibration windows were too few for an interval's
-    guarantee (intervals.needed): the largest score stood in."""
-    return [f"warning: {n}'s {', '.join(f'{p} %' for p in pcts)} interval(s) were calibrated on "
-            f"{iv.n_windows[n]} windows, fewer than split conformal's guarantee needs (95 %: "
-            f"{Q.needed(0.05)}, 80 %: {Q.needed(0.2)}): the largest score stands in, so they "
-            "may cover less; more calibration windows (prepare.cal_frac) make them sure"
-            for n, pcts in iv.short.items()]
+    """One warning (at most) naming every forecaster whose calibration windows were too few
+    for an interval's split-conformal rank (intervals.needed), and the rule that calibrated
+    those levels instead (intervals.FEW)."""
+    if not iv.short:
+        return []
+    how = {"pooled": "every step's scores pooled, then the normal tail",
+           "gaussian": "the normal tail from the widest level they calibrate",
+           "largest": "the largest score stands in, so they may cover less"}[iv.few]
+    who = ", ".join(f"{n} ({iv.n_windows[n]}: {', '.join(f'{p} %' for p in pcts)})"
+                    for n, pcts in iv.short.items())
+    return [f"warning: too few calibration windows for split conformal's rank (95 %: "
+            f"{Q.needed(0.05)}, 80 %: {Q.needed(0.2)}) for {who}: those levels were "
+            f"calibrated by evaluate.few_windows {iv.few} ({how}); more calibration windows "
+            "(prepare.cal_frac) calibrate them by rank"]
 
 
 def margins_record(iv: Intervals, taus: tuple, calibration: CalibrationSet | None) -> dict:

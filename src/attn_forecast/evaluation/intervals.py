@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ..forecasters.names import WQL_LEVELS
+from ..forecasters.names import FEW_WINDOWS, WQL_LEVELS
 from ..forecasters.protocol import at_levels, central_intervals, nested
 
 MSIS_PCT = 95                                                  # the M4 competition's interval
@@ -54,7 +54,10 @@ def crps(y: np.ndarray, q: np.ndarray, taus, chunk: int = 20_000) -> float:
     on a dense grid of :data:`CRPS_GRID` levels (protocol.at_levels: linear in the normal
     score between the given levels, a normal tail past the outermost), then the midpoint
     rule. On a normal forecast it is within 0.1 % of the exact value (a test), where the
-    mean pinball over 11 unevenly spaced levels reads 6 % low. ``chunk``: windows at a time."""
+    mean pinball over 11 unevenly spaced levels reads 6 % low. ``chunk``: windows at a time.
+    NaN (n/a, null in JSON) with fewer than two levels."""
+    if len(taus) < 2:       # one level (the median alone) spans no distribution
+        return float("nan")
     grid = (np.arange(CRPS_GRID) + 0.5) / CRPS_GRID
     total, n = 0.0, 0
     for i in range(0, len(y), chunk):
@@ -149,15 +152,61 @@ def _unit(norm: np.ndarray | None, n: int) -> np.ndarray:
     return np.ones((n, 1)) if norm is None else np.asarray(norm, dtype=np.float64)[:, None]
 
 
-def margins(q_cal: np.ndarray, y_cal: np.ndarray, taus, norm_cal: np.ndarray | None = None
-            ) -> np.ndarray:
+# how a level is calibrated where there are fewer windows than its split-conformal rank
+# needs (:func:`needed`): ``largest``, the largest score stands in (two levels can then
+# coincide); ``pooled``, every step's scores pooled in units of their step's root mean square
+# (the windows times the steps), then each step's margin that quantile times its scale, and
+# where even the pool is too small, ``gaussian``: the margin the normal distribution gives
+# from the widest level the windows do calibrate, or from the step's root mean square score
+# (a point forecast's absolute errors: exactly a normal interval)
+FEW = FEW_WINDOWS
+
+
+def _rms(scores: np.ndarray) -> np.ndarray:
+    """Each step's scale (H,): the root mean square of its scores (a tiny positive where all
+    are zero)."""
+    return np.maximum(np.sqrt(np.mean(np.square(scores), axis=0)), 1e-12)
+
+
+def _z(pct: float) -> float:
+    from scipy.special import ndtri
+    return float(ndtri(0.5 + pct / 200))
+
+
+def margins(q_cal: np.ndarray, y_cal: np.ndarray, taus, norm_cal: np.ndarray | None = None,
+            few: str = "pooled") -> np.ndarray:
     """The conformal margin (H, P) each central pair of levels needs, per step, on the
     calibration windows (``q_cal`` (N, H, Q), ``y_cal`` (N, H)), in units of each window's
-    ``norm_cal`` (N,) (see :func:`_unit`); P pairs in :func:`central_intervals`' order."""
+    ``norm_cal`` (N,) (see :func:`_unit`); P pairs in :func:`central_intervals`' order. A pair
+    with fewer windows than its rank needs is calibrated by the rule ``few`` (:data:`FEW`),
+    so every level keeps its own width."""
     u_cal = _unit(norm_cal, len(y_cal))
-    out = [conformal_margin(np.maximum(q_cal[..., lo] - y_cal, y_cal - q_cal[..., hi]) / u_cal,
-                            1 - pct / 100) for lo, hi, pct in central_intervals(taus)]
-    return np.stack(out, axis=-1) if out else np.zeros((y_cal.shape[1], 0))
+    pairs = central_intervals(taus)
+    if not pairs:
+        return np.zeros((y_cal.shape[1], 0))
+    n, H = y_cal.shape
+    out: list[np.ndarray | None] = []      # None: the normal tail, below
+    scores = [np.maximum(q_cal[..., lo] - y_cal, y_cal - q_cal[..., hi]) / u_cal
+              for lo, hi, _ in pairs]
+    for s, (_, _, pct) in zip(scores, pairs):
+        alpha = 1 - pct / 100
+        if n >= needed(alpha) or few == "largest" or n == 0:
+            out.append(conformal_margin(s, alpha))
+        elif few == "pooled" and n * H >= needed(alpha):
+            scale = _rms(s)
+            out.append(conformal_margin((s / scale).reshape(-1, 1), alpha)[0] * scale)
+        else:
+            out.append(None)
+    calibrated = [j for j, m in enumerate(out) if m is not None]
+    for k, (s, (_, _, pct)) in enumerate(zip(scores, pairs)):
+        if out[k] is None:
+            ok = [j for j in calibrated if n >= needed(1 - pairs[j][2] / 100) or few == "pooled"]
+            if ok:      # the widest level the windows calibrate, carried out to this one
+                j = max(ok, key=lambda j: pairs[j][2])
+                out[k] = out[j] * _z(pct) / _z(pairs[j][2])
+            else:
+                out[k] = _rms(s) * _z(pct)
+    return np.stack(out, axis=-1)
 
 
 def too_few(n: int, taus) -> list[int]:
@@ -184,13 +233,13 @@ def widen(q: np.ndarray, m: np.ndarray, taus, norm: np.ndarray | None = None) ->
 
 
 def calibrate(q_cal: np.ndarray, y_cal: np.ndarray, q: np.ndarray, taus,
-              norm_cal: np.ndarray | None = None, norm: np.ndarray | None = None
-              ) -> np.ndarray:
+              norm_cal: np.ndarray | None = None, norm: np.ndarray | None = None,
+              few: str = "pooled") -> np.ndarray:
     """Widen (or narrow) each central interval of ``q`` (N, H, Q) by the conformal margin its
     pair of levels needs on the calibration windows (``q_cal``, ``y_cal``), per step; the
     median stays. ``norm_cal``, ``norm`` (N,): each window's unit (see :func:`_unit`). Each
     pair is calibrated on its own, and the result is kept non-crossing."""
-    return widen(q, margins(q_cal, y_cal, taus, norm_cal), taus, norm)
+    return widen(q, margins(q_cal, y_cal, taus, norm_cal, few), taus, norm)
 
 
 def at_point(point: np.ndarray, n_levels: int) -> np.ndarray:

@@ -92,12 +92,13 @@ def by_step(y: np.ndarray, points: dict[str, np.ndarray], quantiles: dict[str, n
 
 
 def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: int = 0,
-             calibration: CalibrationSet | None = None, conformal: str = "none"
+             calibration: CalibrationSet | None = None, conformal: str = "none", few: str = "pooled"
              ) -> Evaluation:
     """Score every forecaster of ``fs`` on the test windows (see the module docstring); with
     quantile levels, their intervals too (calibration.py): calibrated on ``calibration``, or
     with ``conformal`` split on the store's calibration part, or their own; ``season``: the
-    fallback's (an interval a forecaster cannot give)."""
+    fallback's (an interval a forecaster cannot give); ``few``: how a level with too few
+    calibration windows is calibrated (intervals.FEW)."""
     ends = fs.ends["test"]
     H = store.horizon
     actual, last, sid = store.targets(ends), store.last(ends), store.series_of(ends)
@@ -148,7 +149,7 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: 
         unit_name = calibration.unit_name if calibration is not None else UNIT
         iv = intervals({n: p.get("test") for n, p in fs.forecasts.items()}, fs.taus,
                        scales(store, unit_name)[sid], sid, fb.forecast(store, ends, fs.taus),
-                       calibration)
+                       calibration, few)
         quant, record = iv.quantiles, margins_record(iv, fs.taus, calibration)
         lags = store.lags()
         record.update(season=int(season), lags={str(i): int(g) for i, g in

@@ -26,12 +26,19 @@ from .saved import ForecastSet
 
 TRIM = 3.0   # a member whose validation MSE exceeds this many times the best gets no weight
 FLOOR = 0.01  # an MSE below this many times the series' squared naive error counts as this
+# a series' learned weights count n / (n + SHRINK) of its n validation windows, equal weights
+# the rest: a handful of windows cannot tell the members apart (chosen on bench/real.py's
+# validation parts, bench/README.md "The blend on few windows")
+SHRINK = 10.0
+FEW = 10     # a series learning its weights on fewer validation windows than this: a warning
 
 
-def rule(trim: float = TRIM) -> str:
+def rule(trim: float = TRIM, shrink: float = SHRINK) -> str:
     """The blend's rule in words (the one place it is stated: the summary, the docs)."""
     return (f"inverse validation MSE (at least {FLOOR:g}x the series' squared naive error), "
-            f"members within {trim:g}x the best MSE (about {trim ** 0.5:.1f}x its RMSE)")
+            f"members within {trim:g}x the best MSE (about {trim ** 0.5:.1f}x its RMSE)"
+            + (f", shrunk toward equal weights: the learned ones count n / (n + {shrink:g}) "
+               "of a series' n validation windows" if shrink else ""))
 
 
 class Combination:
@@ -84,10 +91,18 @@ def inverse_error_weights(mse: np.ndarray, trim: float = TRIM,
 
 @dataclass
 class Blend:
-    """The weights each series learned (``weights`` (S, M) over ``members``) and how."""
+    """The weights each series learned (``weights`` (S, M) over ``members``) and how;
+    ``windows`` (S,): the validation windows each learned them on."""
     members: list[str]
     weights: np.ndarray
     rule: str
+    windows: np.ndarray | None = None
+
+    def few(self, ids) -> list[str]:
+        """The series that learned their weights on fewer than :data:`FEW` windows."""
+        if self.windows is None:
+            return []
+        return [str(ids[i]) for i in np.flatnonzero(self.windows < FEW)]
 
     def record(self, ids) -> dict:
         """As plain data: the members, the rule, the weights per series id and their mean."""
@@ -107,9 +122,10 @@ class Blend:
 
 
 def learn_blend(fs: ForecastSet, store, members: list[str], trim: float = TRIM,
-                part: str = "blend") -> Blend | None:
+                part: str = "blend", shrink: float = SHRINK) -> Blend | None:
     """Each series' weights over ``members`` (those with forecasts of ``part`` and of the
-    test part; None if none has) from their errors on its windows of ``part``."""
+    test part; None if none has) from their errors on its windows of ``part``, shrunk toward
+    equal weights by ``shrink`` (:data:`SHRINK`)."""
     ends = fs.ends.get(part)
     learn = ends is not None and len(ends) > 0
     have = [m for m in members if fs.forecasts.get(m, {}).get("test") is not None
@@ -130,7 +146,11 @@ def learn_blend(fs: ForecastSet, store, members: list[str], trim: float = TRIM,
         total = np.bincount(sid, np.where(finite, err, 0.0), minlength=S)
         bad = np.bincount(sid, ~finite, minlength=S)
         mse[:, k] = np.where((n > 0) & (bad == 0), total / np.maximum(n, 1), np.nan)
-    return Blend(have, inverse_error_weights(mse, trim, floor), rule(trim))
+    w = inverse_error_weights(mse, trim, floor)
+    if shrink > 0:       # few windows: toward equal weights
+        learned = (n / (n + shrink))[:, None]
+        w = learned * w + (1 - learned) / len(have)
+    return Blend(have, w, rule(trim, shrink), n)
 
 
 def blended(fs: ForecastSet, store, blend: Blend) -> dict[str, Forecast]:
@@ -166,19 +186,21 @@ def weighted(w: np.ndarray, values: list[np.ndarray]) -> np.ndarray:
 
 
 def with_combinations(fs: ForecastSet, names: list[str], store=None,
-                      blends: dict[str, tuple[list[str], float]] | None = None) -> ForecastSet:
+                      blends: dict[str, tuple] | None = None) -> ForecastSet:
     """``fs`` with each of ``names`` (``model+comb``: forecasters joined by +) added, the
     equal-weight mean of those forecasters; and (given the ``store``) each of ``blends``
-    (name -> its members and trim: ``blend`` is evaluate.blend's), their weights in
-    ``fs.record[name]``."""
+    (name -> its members, trim and optionally shrink: ``blend`` is evaluate.blend's), their
+    weights in ``fs.record[name]`` (and the series that learned them on few windows)."""
     for name in names:
         c = Combination(name, name.split("+"))
         fs.forecasts[name] = {part: combined(fs.forecasts, c, part) for part in fs.ends}
-    for name, (members, trim) in (blends or {}).items():
-        b = learn_blend(fs, store, list(members), trim) if members else None
+    for name, (members, trim, *shrink) in (blends or {}).items():
+        b = learn_blend(fs, store, list(members), trim, shrink=shrink[0] if shrink else SHRINK) \
+            if members else None
         if b is not None:
             fs.forecasts[name] = blended(fs, store, b)
-            fs.record[name] = {**b.record(store.ids), "line": b.line()}
+            fs.record[name] = {**b.record(store.ids), "line": b.line(),
+                               "few": b.few(store.ids)}
     return fs
 
 

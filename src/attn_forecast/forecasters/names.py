@@ -46,6 +46,9 @@ MEANING = {"naive2": "naive on the seasonally adjusted series", "ses": "simple e
            "m4_damped": "M4's damped Holt", "zeroshot": "the prior, models/pretrained.pt, not "
            "trained on the data",
            **{n: f"NeuralForecast's {c}, the peers extra" for n, c in PEERS.items()}}
+# how calibration treats a level with fewer windows than split conformal's rank needs
+# (evaluate.few_windows; evaluation/intervals.py:margins says what each does)
+FEW_WINDOWS = ("pooled", "gaussian", "largest")
 # the blend's name, and the forecast to use: the blend where there is one, else the model
 BLEND = "blend"
 TO_USE = (BLEND, "model")

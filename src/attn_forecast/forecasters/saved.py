@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import UserInputError
 from ..io import read_npz, write_npz
 from .protocol import Forecast
 
@@ -43,7 +44,35 @@ def save(path: str | Path, fs: ForecastSet, compressed: bool = False,
 
 
 def load(path: str | Path) -> ForecastSet:
-    return _set(read_npz(path))
+    """The set saved in ``path``; a file cut short, damaged or of another kind is one line
+    naming it."""
+    import lzma
+    import zipfile
+    try:
+        return _set(read_npz(path))
+    except FileNotFoundError:
+        raise UserInputError(f"{path}: file not found") from None
+    except (zipfile.BadZipFile, lzma.LZMAError, EOFError, KeyError, ValueError) as err:
+        line = (str(err).splitlines() or [""])[0]
+        raise UserInputError(f"{path} is not a whole forecast file of this project "
+                             f"({type(err).__name__}: {line}); restore it (`git checkout "
+                             f"{path}`) or rerun the stage that writes it") from None
+
+
+def check_against(fs: ForecastSet, ends: np.ndarray, horizon: int, where: str) -> None:
+    """That ``fs`` forecasts exactly the windows ``ends`` at ``horizon`` steps: a file of
+    another subset, or cut to fewer series, is refused naming ``where``."""
+    got = fs.ends.get("test")
+    if got is None or len(got) != len(ends) or not np.array_equal(got, ends):
+        raise UserInputError(f"{where}: forecasts of {0 if got is None else len(got):,} "
+                             f"windows, not the {len(ends):,} of this subset's test part (a "
+                             "file of another subset, or cut short?); rerun its stage")
+    for name, parts in fs.forecasts.items():
+        fc = parts.get("test")
+        if fc is not None and fc.point.shape != (len(ends), horizon):
+            raise UserInputError(f"{where}: {name}'s forecasts have shape {fc.point.shape}, "
+                                 f"not ({len(ends)}, {horizon}): the subset's windows at its "
+                                 f"horizon of {horizon}; rerun its stage")
 
 
 def stored(fs: ForecastSet) -> ForecastSet:

@@ -66,6 +66,27 @@ def read(path: str | Path, what: str = "--model") -> dict:
     return payload
 
 
+# what the train stage's record of the prepared data holds, which forecasting reads
+TRAINED = ("window", "horizon", "transform", "scaler", "series", "time_features", "features")
+
+
+def trained(path: str | Path, what: str = "--model") -> dict:
+    """The payload of a checkpoint the train stage wrote (one that can forecast a CSV or be
+    exported); the prior (the pretrain stage's) and any other checkpoint get one line naming
+    what it is."""
+    payload = read(path, what)
+    prep = payload.get("prepare") or {}
+    missing = [k for k in TRAINED if k not in prep]
+    if missing:
+        kind = ("the pretrain stage's prior (a starting point the train stage fine-tunes, not "
+                "a forecaster of your data)" if "pretrain" in payload else
+                f"a checkpoint without the train stage's record of its data (no "
+                f"{', '.join(missing)})")
+        raise UserInputError(f"{what}: {path} is {kind}; pass the train stage's checkpoint, "
+                             "e.g. models/model.pt")
+    return payload
+
+
 _ZIP = b"PK\x03\x04"                       # what torch.save writes: a zip archive
 _LEGACY = b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19"  # torch.save before 1.6: a pickle
 _END, _END_SEARCH = b"PK\x05\x06", 22 + 65535   # end record, within its longest comment

@@ -46,6 +46,7 @@ def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str 
         model = load(Path(folds_dir) / entry["forecasts"])
         fs = combined(params, fold, model, base, e.conformal == "split", blends)
         ev = evaluate(fold, fs, noise_std=params.data.noise_std, season=season,
+                      few=e.few_windows,
                       conformal=e.conformal)
         warnings += [f"fold {entry['fold']}: {line}" for line in ev.warnings]
         fold_metrics.append(ev.metrics)

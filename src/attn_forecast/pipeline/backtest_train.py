@@ -14,12 +14,13 @@ from ..config.schema import Params
 from ..cpu import cores
 from ..data import splits
 from ..data.store_io import load, profile
-from ..evaluation.backtest import fold_key, folds
+from ..evaluation.backtest import fold_key
 from ..forecasters.run import run
 from ..forecasters.saved import save as save_forecasts
 from ..io import read_json, sha256_file, write_json
 from ..training.settings import TrainSettings
 from ..training.threads import choose_threads, set_threads, step_flops
+from .folds import backtest_folds
 from .forecasting import check_data, parts, taus
 
 
@@ -60,12 +61,8 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
     from ..training.batches import resolve_batch
     from .training import device, member_settings, model_settings, train_settings
     store = load(prepared)
-    pp, bt = p.prepare, p.backtest
-    cuts = folds(store, bt.folds, fold_size=bt.fold_size, train_size=bt.train_size, gap=bt.gap,
-                 val_frac=pp.val_frac, cal_frac=pp.cal_frac,
-                 wanted=("train", "test") + (("val",) if pp.val_frac else ())
-                 + (("blend",) if pp.val_frac and p.evaluate.blend else ())
-                 + (("cal",) if pp.cal_frac else ()))
+    bt = p.backtest
+    cuts = backtest_folds(p, store)
     season = check_data(p, store)
     settings = member_settings(p, model_settings(p, store, season, prior_path))
     n = splits.counts(cuts[-1], "train", store.window, store.horizon, store.offset)

@@ -266,8 +266,11 @@ def step(params: str, forecasts: str, metrics: str, table: str, published: str,
         cp, cprof = subset_params(params, s, holdout="calibration")
         sets = {k: saved.load(folder / s / f"{k}.npz")
                 for k in ("model", "field", "zeroshot", *peers)}
-        measured.update({n: sets[n].record["peer"]["library"] for n in peers})
         store = field_store(p, prof)
+        for k, fs in sets.items():     # every input the subset's windows, before scoring
+            saved.check_against(fs, store.ends("test"), store.horizon, str(folder / s / k)
+                                + ".npz")
+        measured.update({n: sets[n].record["peer"]["library"] for n in peers})
         cut_store = field_store(cp, cprof)
         combos = combinations(p, store, sets, cut_store)
         ev = evaluated(p, store, sets, cut_store, combos=combos)

@@ -14,7 +14,7 @@ from ..evaluation.calibration import CalibrationSet, with_point_quantiles
 from ..evaluation.metrics import headline
 from ..evaluation.scoring import Evaluation, evaluate
 from ..evaluation.tables import tables
-from ..forecasters.combination import blends_of, with_combinations
+from ..forecasters.combination import FEW, blends_of, with_combinations
 from ..forecasters.names import BLEND
 from ..forecasters import saved
 from ..forecasters.saved import ForecastSet, merge
@@ -58,11 +58,20 @@ def score(p: Params, store: Store, model: ForecastSet, base: ForecastSet, season
                              "forecast of the test part, so there is no blend; add members "
                              "that can run here or set evaluate.blend to []")
     ev = evaluate(store, fs, noise_std=p.data.noise_std, season=season,
+                  few=p.evaluate.few_windows,
                   calibration=calibration, conformal=p.evaluate.conformal)
     ev.metrics["unavailable"] = base.record.get("unavailable", {})
     if BLEND in fs.record:                  # its members and mean weights (the line)
         ev.blend = fs.record[BLEND]
-        ev.metrics["blend_weights"] = {k: v for k, v in ev.blend.items() if k != "series"}
+        ev.metrics["blend_weights"] = {k: v for k, v in ev.blend.items()
+                                       if k not in ("series", "few")}
+        few = ev.blend.get("few") or []
+        if few:     # a handful of windows cannot tell the members apart: said once
+            ev.warnings.append(
+                f"warning: the blend learned the weights of {len(few)} series on fewer than "
+                f"{FEW} validation windows (first: {few[0]}): they lean toward equal weights "
+                "(forecasters/combination.py:SHRINK); a longer validation part "
+                "(prepare.val_frac) or series give it more")
     if model.record.get("model"):
         ev.metrics["model_run"] = model.record["model"]   # what the train stage ran
     return ev

@@ -86,7 +86,11 @@ def chunks(d: DataParams, inputs: str):
 
 
 def step(params: str, inputs: str, out: str) -> None:
-    """generate: the long table of ``params``' data (a CSV read from ``inputs``) -> ``out``."""
+    """generate: the long table of ``params``' data (a CSV read from ``inputs``) -> ``out``;
+    its line says how a CSV's time column was read (step numbers, dates, years...)."""
     d = load_params(params).data
-    rows, ids = write_long(out, chunks(d, inputs))
-    print(f"generate: {rows} points of {d.kind} data in {ids} series -> {out}")
+    parts = chunks(d, inputs)
+    read = parts[0].attrs.get("time_reading") if d.kind == "csv" else None
+    rows, ids = write_long(out, parts)
+    how = f" (time column {d.csv_time_column!r} read as {read})" if read else ""
+    print(f"generate: {rows} points of {d.kind} data in {ids} series{how} -> {out}")

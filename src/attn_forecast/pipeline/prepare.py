@@ -19,6 +19,7 @@ from ..data.long_table import Raw, read_long
 from ..data.store import Store
 from ..data.store_io import save
 from ..errors import ParamsError, SettingError
+from .folds import backtest_folds, fold_parts
 from .forecasting import check_data, check_norm
 from .generate import source_record
 
@@ -71,9 +72,7 @@ def fold_horizon(p: Params, raw: Raw, window: int, got: dict) -> dict:
     kept = np.flatnonzero(splits.usable(cuts, window, 1, off, parts, pp.min_context))
     if not len(kept):
         return got
-    wanted = ("train", "test") + (("val",) if pp.val_frac else ()) \
-        + (("blend",) if pp.val_frac and p.evaluate.blend else ()) \
-        + (("cal",) if pp.cal_frac else ())
+    wanted = fold_parts(p)
 
     def short(h):
         try:
@@ -193,6 +192,8 @@ def prepare(p: Params, raw: Raw, profile: dict, auto_keys=frozenset()) -> Store:
                   feature_transforms=pp.feature_transforms, source=source_record(p.data),
                   auto=auto, test_size=raw.horizons, context=pp.min_context)
     check_data(p, store)          # a season the series cannot hold: refused before any work
+    if p.backtest.folds:          # and folds without a window in a part they need
+        backtest_folds(p, store)
     return store
 
 

@@ -7,6 +7,7 @@ import os
 import time
 
 from ..config.load import load_params
+from ..config.profiles import values
 from ..config.schema import Params
 from ..cpu import unpin_torch
 from ..io import write_columns, write_json
@@ -82,7 +83,9 @@ def step(params: str, model: str, history: str, metrics: str,
     """pretrain (or keep) the prior -> ``model``, its per-round ``history`` and ``metrics``;
     ``relaunch``: the stage's script and arguments, run again under torchrun when
     ``pretrain.train.nproc`` > 1. Returns the per-round history ([] when kept)."""
-    p = load_params(params)
+    # only the pretrain section matters here: auto elsewhere resolves as the synthetic data's,
+    # so a competition's settings (competitions/params.yaml) are never read
+    p = load_params(params, values({}))
     t = p.pretrain.train
     if kept(p, [model, history, metrics]):
         print(f"pretrain: {model} was made with these settings (pretrain in params.yaml): "

@@ -210,7 +210,9 @@ def test_one_series_without_an_id_column(tmp_path, capsys):
     assert _scaler(store) == pytest.approx((train.mean(), train.std()), rel=1e-12)
 
 
-def test_another_series_than_the_trained_one_is_forecast_with_a_warning(tmp_path, capsys):
+def test_another_series_than_the_trained_one_is_refused_unless_allowed(tmp_path, capsys):
+    """A file far from the series the model was trained on is one line and nothing written;
+    --allow-far forecasts it with the warning."""
     rs = np.random.default_rng(2)
     levels = 5 + np.sin(np.arange(70) / 3.0) + rs.normal(0, 0.1, 70)
     source = source_record(DataParams(kind="csv", csv_column="price"))
@@ -221,7 +223,12 @@ def test_another_series_than_the_trained_one_is_forecast_with_a_warning(tmp_path
     first = capsys.readouterr()
     assert "warning" not in first.err and "forecast: 1 step after 70 values" in first.out
     pd.DataFrame({"price": 200 + 10 * levels}).to_csv(csv, index=False)   # another series
-    _run("--model", path, "--csv", csv, "--steps", 1, "--out", tmp_path / "b.csv")
+    with pytest.raises(UserInputError, match=r"the last window lies .* not its series, it "
+                                             r"seems .*--allow-far forecasts it anyway"):
+        main(["--model", str(path), "--csv", str(csv), "--out", str(tmp_path / "b.csv")])
+    assert not (tmp_path / "b.csv").exists()
+    _run("--model", path, "--csv", csv, "--steps", 1, "--out", tmp_path / "b.csv",
+         "--allow-far")
     err = capsys.readouterr().err
     assert "forecast: warning: the last window lies" in err and "'price'" in err
     assert "is this its series?" in err and len(err.strip().splitlines()) == 1

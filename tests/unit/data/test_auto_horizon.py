@@ -329,7 +329,7 @@ def test_a_backtest_fold_whose_validation_part_is_a_step_short_shortens_the_hori
     but a backtest fold's is as long as 10 % of the whole series, rounded down on its own
     (17, its first half 8), so at 9 steps fold 1 of 3 holds no validation window: the
     horizon is 8, and the backtest that prepare's store then cuts holds every part."""
-    from attn_forecast.evaluation.backtest import folds
+    from attn_forecast.data.splits import checked_folds
     from attn_forecast.pipeline.prepare import part_horizon
     raw = _raw([_months("1949-01", 176)], [_airline_like(176)])
     p, prof = _params(backtest={"folds": 3})
@@ -340,9 +340,22 @@ def test_a_backtest_fold_whose_validation_part_is_a_step_short_shortens_the_hori
         in got["reason"]
     store = prepare(p, raw, prof)
     assert store.horizon == 8
-    cuts = folds(store, 3, fold_size=0, train_size=0, gap=0, val_frac=0.1, cal_frac=0.1,
-                 wanted=("train", "test", "val", "blend", "cal"))
+    cuts = checked_folds(store, 3, fold_size=0, train_size=0, gap=0, val_frac=0.1,
+                         cal_frac=0.1, wanted=("train", "test", "val", "blend", "cal"))
     assert len(cuts) == 3
     # without a backtest the series' own parts set it
     p, _ = _params()
     assert frequency_horizon(p, raw, 12, 24)["horizon"] == 9
+
+
+def test_a_set_horizon_whose_backtest_folds_hold_no_window_is_refused_at_prepare():
+    """A set horizon is not shortened: when a backtest fold cannot hold a window of a part it
+    needs, prepare refuses it naming the keys, before any stage trains (it used to pass and
+    fail at backtest_train)."""
+    from attn_forecast.errors import UserInputError, naming
+    from attn_forecast.pipeline.keys import PARAMS_KEYS
+    raw = _raw([_months("1949-01", 176)], [_airline_like(176)])
+    p, prof = _params(prepare={"horizon": 9}, backtest={"folds": 3})
+    with pytest.raises(UserInputError, match=r"backtest fold 1 of 3 has .* windows; use fewer "
+                                             r"backtest.folds"), naming(PARAMS_KEYS):
+        prepare(p, raw, prof)

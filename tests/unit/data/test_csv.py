@@ -275,3 +275,42 @@ def test_a_missing_or_unreadable_file(tmp_path):
     with pytest.raises(DataError, match="not a readable CSV file"):
         _read(_csv(tmp_path, ""), "value")
     assert issubclass(DataError, UserInputError)
+
+
+# ---------------------------------------------------------------- calendars written as periods
+@pytest.mark.parametrize("column,first,second,words", [
+    (["1700", "1701", "1702"], "1700-01-01", "1701-01-01", "years"),
+    (["1700.0", "1701.0", "1702.0"], "1700-01-01", "1701-01-01", "years"),
+    (["2020Q4", "2021Q1", "2021Q2"], "2020-10-01", "2021-01-01", "quarters"),
+    (["2020-Q4", "2021-Q1", "2021-Q2"], "2020-10-01", "2021-01-01", "quarters"),
+    (["2020 q4", "2021 q1", "2021 q2"], "2020-10-01", "2021-01-01", "quarters"),
+    (["2020-W53", "2021-W01", "2021-W02"], "2020-12-28", "2021-01-04", "ISO weeks"),
+    (["1990/11", "1990/12", "1991/01"], "1990-11-01", "1990-12-01", "year and month"),
+    (["1990-11", "1990-12", "1991-01"], "1990-11-01", "1990-12-01", "dates in the format"),
+])
+def test_a_calendar_written_as_periods_reads_as_their_first_days(tmp_path, column, first,
+                                                                  second, words):
+    """Years as numbers (statsmodels' and spreadsheets' 1700.0), quarters, ISO weeks and
+    months are a calendar (each period's first day; a week's Monday), and the reading is
+    said in words."""
+    from attn_forecast.data.csv import time_reading
+    path = _csv(tmp_path, "t,v\n" + "".join(f"{c},{k}\n" for k, c in enumerate(column)))
+    got = _read(path, "v", time_column="t")
+    assert [str(x)[:10] for x in got["t"][:2]] == [first, second]
+    assert got.attrs["time_reading"].startswith(words)
+    assert time_reading(pd.Series(column)).startswith(words)
+
+
+@pytest.mark.parametrize("column", [["0", "1", "2"], ["1990", "1995", "2000"],
+                                    ["3000", "3001", "3002"], ["1990.5", "1991.5", "1992.5"]])
+def test_numbers_that_are_not_years_stay_step_numbers(tmp_path, column):
+    path = _csv(tmp_path, "t,v\n" + "".join(f"{c},{k}\n" for k, c in enumerate(column)))
+    got = _read(path, "v", time_column="t")
+    assert got["t"].dtype.kind in "iuf" and got.attrs["time_reading"].startswith("step numbers")
+
+
+def test_a_period_column_of_two_forms_names_the_line(tmp_path):
+    path = _csv(tmp_path, "t,v\n2020Q1,1\n2020-04,2\n")
+    with pytest.raises(DataError, match=r"value '2020-04' on line 3 is not of the form of line "
+                                        r"2 \('2020Q1': quarters"):
+        _read(path, "v", time_column="t")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attn_forecast.data.splits import checked_folds
 from attn_forecast.evaluation import backtest as B
 from attn_forecast.forecasters.simple import Mean, Naive
 from attn_forecast.errors import UserInputError, naming
@@ -33,8 +34,8 @@ def _walk(n, seed, level=50.0):
 
 def _folds(store, k=5, *, fold_size=0, train_size=0, gap=0, val=0.0, cal=0.0,
            wanted=("train", "test")):
-    return B.folds(store, k, fold_size=fold_size, train_size=train_size, gap=gap,
-                   val_frac=val, cal_frac=cal, wanted=wanted)
+    return checked_folds(store, k, fold_size=fold_size, train_size=train_size, gap=gap,
+                         val_frac=val, cal_frac=cal, wanted=wanted)
 
 
 def _local(store, ends):

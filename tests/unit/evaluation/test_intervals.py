@@ -346,17 +346,47 @@ def test_margins_by_hand_on_a_tiny_calibration_set():
     95 % scores max(-2 - y, y - 2) / u: -2, -1.5, -0.5, 1, 0.5, -1, -1.8, 3, 2 ->
     rank ceil(10 x 0.95) = 10 -> min(10, 9) = 9: the largest, 3.
     80 % scores max(-1 - y, y - 1) / u: -1, -0.5, 0.5, 2, 1.5, 0, -0.8, 3.5, 2.5 ->
-    rank ceil(10 x 0.8) = 8: sorted -1, -0.8, -0.5, 0, 0.5, 1.5, 2, 2.5, 3.5 -> 2.5."""
+    rank ceil(10 x 0.8) = 8: sorted -1, -0.8, -0.5, 0, 0.5, 1.5, 2, 2.5, 3.5 -> 2.5.
+    That is the rule ``largest``; nine windows are too few for the 95 % rank (19), and the
+    default rule (pooled: one step pools nothing more) carries the 80 % margin out along the
+    normal distribution: 2.5 x z(0.975) / z(0.9) = 2.5 x 1.959964 / 1.281552 = 3.823420."""
     taus = (0.025, 0.1, 0.5, 0.9, 0.975)
     y = np.array([0.0, 0.5, -1.5, 3.0, -2.5, 1.0, 0.2, 8.0, -6.0])[:, None]
     q_cal = np.broadcast_to(np.array([-2.0, -1.0, 0.0, 1.0, 2.0]), (9, 1, 5))
     u = np.r_[np.ones(7), 2.0, 2.0]
-    m = Q.margins(q_cal, y, taus, u)
+    m = Q.margins(q_cal, y, taus, u, few="largest")
     assert m.shape == (1, 2)        # (H, P), the widest pair first
     np.testing.assert_allclose(m, [[3.0, 2.5]])
+    for few in ("pooled", "gaussian"):
+        np.testing.assert_allclose(Q.margins(q_cal, y, taus, u, few=few),
+                                   [[2.5 * 1.959964 / 1.281552, 2.5]], rtol=1e-6)
     # widened, in a window of unit 10: the 95 % pair by 30, the 80 % pair by 25
     got = Q.widen(np.array([[[-2.0, -1.0, 0.0, 1.0, 2.0]]]), m, taus, np.array([10.0]))
     np.testing.assert_allclose(got, [[[-32.0, -26.0, 0.0, 26.0, 32.0]]])
+
+
+def test_too_few_windows_pool_the_steps_then_take_the_normal_tail():
+    """Five windows of four steps, a point forecast (its quantiles at the point): 5 windows are
+    too few for the 95 % rank (19) but the 20 scores of the four steps are not. Pooled: each
+    step's scores over their step's root mean square, the pool's 95 % rank (ceil(21 x 0.95)
+    = 20: its largest), times each step's scale; the 80 % pair has windows enough (4) and
+    stays per step. Gaussian: the 80 % margin carried out by z(0.975) / z(0.9). Every level
+    keeps its own width."""
+    rng = np.random.default_rng(0)
+    taus = (0.025, 0.1, 0.5, 0.9, 0.975)
+    y = rng.normal(0, 1, (5, 4)) * np.array([1.0, 2.0, 3.0, 4.0])
+    q = np.zeros((5, 4, 5))
+    s = np.abs(y)
+    scale = np.sqrt(np.mean(s ** 2, axis=0))
+    pooled = Q.margins(q, y, taus, few="pooled")
+    np.testing.assert_allclose(pooled[:, 0], np.max(s / scale) * scale)
+    np.testing.assert_allclose(pooled[:, 1], np.sort(s, axis=0)[4])   # rank ceil(6 x 0.8) = 5
+    gauss = Q.margins(q, y, taus, few="gaussian")
+    np.testing.assert_allclose(gauss[:, 0], pooled[:, 1] * 1.959964 / 1.281552, rtol=1e-6)
+    largest = Q.margins(q, y, taus, few="largest")
+    np.testing.assert_allclose(largest[:, 0], s.max(axis=0))
+    for m in (pooled, gauss):
+        assert (m[:, 0] > m[:, 1]).all()              # the 95 % interval wider than the 80 %
 
 
 def test_widened_quantiles_never_cross_whatever_the_margins():

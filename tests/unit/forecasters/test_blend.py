@@ -11,9 +11,9 @@ import pytest
 from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 from attn_forecast.evaluation.scoring import evaluate
-from attn_forecast.forecasters.combination import (Blend, blended, blends_of,
-                                                   inverse_error_weights, learn_blend, rule,
-                                                   with_combinations)
+from attn_forecast.forecasters.combination import (FEW, SHRINK, TRIM, Blend, blended,
+                                                   blends_of, inverse_error_weights,
+                                                   learn_blend, rule, with_combinations)
 from attn_forecast.forecasters.future import FUTURE_MEMBERS, future
 from attn_forecast.forecasters.run import run
 from attn_forecast.forecasters.simple import Mean, Naive, SeasonalNaive
@@ -52,9 +52,10 @@ def test_weights_are_the_inverse_error_of_the_members_near_the_best():
 
 
 def test_each_series_weighs_the_member_that_forecast_its_validation_part_best():
+    """The weights as learned, before any shrinkage (shrink 0)."""
     store = _store()
-    fs = with_combinations(_forecasts(store), [], store, blends_of(["naive", "seasonal_naive",
-                                                                      "mean"]))
+    fs = with_combinations(_forecasts(store), [], store,
+                           {"blend": (["naive", "seasonal_naive", "mean"], TRIM, 0.0)})
     weights = np.array(fs.record["blend"]["series"]["seasonal"])
     assert weights.argmax() == 1                      # seasonal naive on the seasonal series
     assert np.array(fs.record["blend"]["series"]["walk"]).argmax() == 0
@@ -228,3 +229,23 @@ def test_the_blend_learns_on_its_own_part_never_on_the_early_stopping_windows():
     np.testing.assert_array_equal(poisoned.weights, clean.weights)
     fs.forecasts["seasonal_naive"]["blend"].point[:] = 1e9
     assert not np.allclose(learn_blend(fs, store, members).weights, clean.weights)
+
+
+def test_few_windows_shrink_the_weights_toward_equal_by_their_count():
+    """A series' learned weights count n / (n + shrink) of its n validation windows: the
+    blend of one series with the same members equals that mix of the unshrunk weights and
+    equal weights; with shrink 0 they are the learned ones; the record lists the series
+    learned on fewer than FEW windows."""
+    store = _store()
+    members = ["naive", "seasonal_naive", "mean"]
+    learned = learn_blend(_forecasts(store), store, members, shrink=0.0)
+    shrunk = learn_blend(_forecasts(store), store, members, shrink=SHRINK)
+    n = learned.windows[:, None]
+    np.testing.assert_allclose(shrunk.weights, n / (n + SHRINK) * learned.weights
+                               + SHRINK / (n + SHRINK) / len(members))
+    assert np.allclose(shrunk.weights.sum(axis=1), 1.0)
+    assert (np.abs(shrunk.weights - 1 / 3) <= np.abs(learned.weights - 1 / 3) + 1e-12).all()
+    assert shrunk.few(store.ids) == [str(i) for i, k in zip(store.ids, learned.windows)
+                                     if k < FEW]
+    assert f"n / (n + {SHRINK:g})" in shrunk.rule
+

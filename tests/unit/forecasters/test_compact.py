@@ -9,6 +9,7 @@ import json
 import lzma
 
 import numpy as np
+import pytest
 from scipy.special import ndtri
 
 from attn_forecast.config.schema import LEVELS
@@ -158,3 +159,23 @@ def test_a_compact_file_of_a_realistic_set_is_under_half_the_compressed_one(tmp_
     back = load(tmp_path / "compact.npz").forecasts["model"]["test"]
     q = fs.forecasts["model"]["test"].quantiles
     np.testing.assert_array_equal(back.quantiles, _stored(q, 5))   # 0.5 is the sixth level
+
+
+def test_a_truncated_or_foreign_forecast_file_is_one_line_naming_it(tmp_path):
+    """A committed forecast cut short, or a file of another subset (other windows or another
+    horizon), is refused naming the file, never a traceback."""
+    from attn_forecast.errors import UserInputError
+    from attn_forecast.forecasters.saved import check_against
+    ends = np.arange(5, dtype=np.int64)
+    fs = ForecastSet({"test": ends}, {"m": {"test": Forecast(np.zeros((5, 3)))}}, ())
+    path = tmp_path / "model.npz"
+    save(path, fs, compact=True)
+    check_against(load(path), ends, 3, str(path))          # the subset's own: accepted
+    with pytest.raises(UserInputError, match=r"model.npz: forecasts of 5 windows, not the 6"):
+        check_against(load(path), np.arange(6), 3, str(path))
+    with pytest.raises(UserInputError, match=r"m's forecasts have shape \(5, 3\), not \(5, 2\)"):
+        check_against(load(path), ends, 2, str(path))
+    path.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(UserInputError, match=r"model.npz is not a whole forecast file"):
+        load(path)
+
