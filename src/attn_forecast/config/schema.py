@@ -190,10 +190,11 @@ class EvaluateParams(Section):
     baselines: list[Baseline] = Field(
         default_factory=lambda: ["naive", "seasonal_naive", "mean", "ridge", "ets", "theta"])
     conformal: Literal["none", "split"] = "split"  # split: calibrate on the calibration part
-    # a level with fewer calibration windows than split conformal's rank needs: pooled (every
-    # step's scores pooled, then a normal tail) | gaussian (the normal tail) | largest (the
-    # largest score, as before: two levels can coincide); evaluation/intervals.py:FEW
-    few_windows: Literal[FEW_WINDOWS] = "pooled"  # type: ignore[valid-type]
+    # a level with fewer calibration windows than split conformal's rank needs: gaussian (the
+    # normal tail from the widest level they calibrate) | pooled (every step's scores pooled,
+    # then the normal tail) | largest (the largest score: two levels can coincide); chosen on
+    # bench/real.py's validation parts (bench/README.md); evaluation/intervals.py:FEW
+    few_windows: Literal[FEW_WINDOWS] = "gaussian"  # type: ignore[valid-type]
     # where the statistical field runs: local (this machine's processes) or dask (the cluster at
     # engine_address; '' = one embedded here, a worker per core)
     engine: Literal[ENGINES] = LOCAL  # type: ignore[valid-type]

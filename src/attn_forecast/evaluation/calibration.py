@@ -140,12 +140,12 @@ class Intervals:
     n_windows: dict[str, int] = field(default_factory=dict)
     short: dict[str, list[int]] = field(default_factory=dict)
     fallback: dict[str, int] = field(default_factory=dict)
-    few: str = "pooled"             # the rule those too few windows were calibrated by
+    few: str = "gaussian"             # the rule those too few windows were calibrated by
 
 
 def intervals(forecasts: dict[str, Forecast | None], taus: tuple, unit: np.ndarray,
               sid: np.ndarray, fallback: Forecast, calibration: CalibrationSet | None,
-              few: str = "pooled") -> Intervals:
+              few: str = "gaussian") -> Intervals:
     """Every forecaster's quantiles of the scored windows (see the module docstring):
     ``forecasts`` name -> its forecast of them, ``unit`` (N,) each window's unit, ``sid``
     (N,) its series, ``fallback`` the fallback's forecast of them (with quantiles); ``few``:

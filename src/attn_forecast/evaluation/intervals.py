@@ -153,12 +153,14 @@ def _unit(norm: np.ndarray | None, n: int) -> np.ndarray:
 
 
 # how a level is calibrated where there are fewer windows than its split-conformal rank
-# needs (:func:`needed`): ``largest``, the largest score stands in (two levels can then
-# coincide); ``pooled``, every step's scores pooled in units of their step's root mean square
-# (the windows times the steps), then each step's margin that quantile times its scale, and
-# where even the pool is too small, ``gaussian``: the margin the normal distribution gives
-# from the widest level the windows do calibrate, or from the step's root mean square score
-# (a point forecast's absolute errors: exactly a normal interval)
+# needs (:func:`needed`): ``gaussian`` (the default, chosen on bench/real.py's validation
+# parts), the margin the normal distribution gives from the widest level the windows do
+# calibrate (z(level) / z(that level) times its margin), or from the step's root mean square
+# score where none is (a point forecast's absolute errors: exactly a normal interval);
+# ``pooled``, every step's scores pooled in units of their step's root mean square (the
+# windows times the steps), each step's margin that quantile times its scale, and the normal
+# tail where even the pool is too small; ``largest``, the largest score stands in (two levels
+# can then coincide)
 FEW = FEW_WINDOWS
 
 
@@ -174,7 +176,7 @@ def _z(pct: float) -> float:
 
 
 def margins(q_cal: np.ndarray, y_cal: np.ndarray, taus, norm_cal: np.ndarray | None = None,
-            few: str = "pooled") -> np.ndarray:
+            few: str = "gaussian") -> np.ndarray:
     """The conformal margin (H, P) each central pair of levels needs, per step, on the
     calibration windows (``q_cal`` (N, H, Q), ``y_cal`` (N, H)), in units of each window's
     ``norm_cal`` (N,) (see :func:`_unit`); P pairs in :func:`central_intervals`' order. A pair
@@ -234,7 +236,7 @@ def widen(q: np.ndarray, m: np.ndarray, taus, norm: np.ndarray | None = None) ->
 
 def calibrate(q_cal: np.ndarray, y_cal: np.ndarray, q: np.ndarray, taus,
               norm_cal: np.ndarray | None = None, norm: np.ndarray | None = None,
-              few: str = "pooled") -> np.ndarray:
+              few: str = "gaussian") -> np.ndarray:
     """Widen (or narrow) each central interval of ``q`` (N, H, Q) by the conformal margin its
     pair of levels needs on the calibration windows (``q_cal``, ``y_cal``), per step; the
     median stays. ``norm_cal``, ``norm`` (N,): each window's unit (see :func:`_unit`). Each

@@ -92,8 +92,8 @@ def by_step(y: np.ndarray, points: dict[str, np.ndarray], quantiles: dict[str, n
 
 
 def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: int = 0,
-             calibration: CalibrationSet | None = None, conformal: str = "none", few: str = "pooled"
-             ) -> Evaluation:
+             calibration: CalibrationSet | None = None, conformal: str = "none",
+             few: str = "gaussian") -> Evaluation:
     """Score every forecaster of ``fs`` on the test windows (see the module docstring); with
     quantile levels, their intervals too (calibration.py): calibrated on ``calibration``, or
     with ``conformal`` split on the store's calibration part, or their own; ``season``: the

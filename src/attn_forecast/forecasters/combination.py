@@ -29,7 +29,7 @@ FLOOR = 0.01  # an MSE below this many times the series' squared naive error cou
 # a series' learned weights count n / (n + SHRINK) of its n validation windows, equal weights
 # the rest: a handful of windows cannot tell the members apart (chosen on bench/real.py's
 # validation parts, bench/README.md "The blend on few windows")
-SHRINK = 10.0
+SHRINK = 5.0
 FEW = 10     # a series learning its weights on fewer validation windows than this: a warning
 
 

@@ -48,7 +48,7 @@ MEANING = {"naive2": "naive on the seasonally adjusted series", "ses": "simple e
            **{n: f"NeuralForecast's {c}, the peers extra" for n, c in PEERS.items()}}
 # how calibration treats a level with fewer windows than split conformal's rank needs
 # (evaluate.few_windows; evaluation/intervals.py:margins says what each does)
-FEW_WINDOWS = ("pooled", "gaussian", "largest")
+FEW_WINDOWS = ("gaussian", "pooled", "largest")
 # the blend's name, and the forecast to use: the blend where there is one, else the model
 BLEND = "blend"
 TO_USE = (BLEND, "model")

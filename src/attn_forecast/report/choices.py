@@ -1,0 +1,46 @@
+"""Blocks of the docs that show how a default was chosen (report/docs.py): made from the
+committed record of the runs that chose it, the criteria written before them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def real_edges(root: Path) -> str:
+    """The few-windows rule and the blend's shrinkage (issue 58): the candidates on
+    bench/real.py's validation parts, then the chosen against the rule before on its test
+    folds (bench/results/real_edges.json)."""
+    r = json.loads((root / "bench/results/real_edges.json").read_text())
+    lines = ["Chosen on the validation parts (the first 80 % of each series), by the criteria "
+             "written before the runs:", "", "```", r["criteria"].strip(), "```", "",
+             "| validation run | blend (shrink 10) | shrink 0 | shrink 5 | shrink 20 | "
+             "blend 80 / 95 % coverage | coverage deviation | model MASE |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, v in r["validation"].items():
+        b = v["blends"]
+        lines.append(f"| {name} | " + " | ".join(
+            f"{b[k]['mean_mase']:.4f}" for k in ("blend", "blend_shrink0", "blend_shrink5",
+                                                 "blend_shrink20"))
+            + f" | {v['blend_coverage_mean'][0]:.1f} / {v['blend_coverage_mean'][1]:.1f} | "
+            f"{v['blend_coverage_deviation']:.2f} | {v['model_mean_mase']:.4f} |")
+    lines += ["", "Chosen: " + ", ".join(f"{k} {v}" for k, v in r["chosen"].items()) + ".", "",
+              "On the test folds, one run each (the same forecasts; the blend's weights "
+              "before shrinkage are `blend_shrink0`):", "",
+              "| test run | blend MASE | worst / best member | shrink 0 MASE | worst / best "
+              "member | 80 / 95 % coverage | deviation | WQL |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, t in r["test"].items():
+        b, b0 = t["blends"]["blend"], t["blends"]["blend_shrink0"]
+        lines.append(f"| {name} | {b['mean_mase']:.4f} | {b['worst_ratio_to_best_member']:.3f} "
+                     f"| {b0['mean_mase']:.4f} | {b0['worst_ratio_to_best_member']:.3f} | "
+                     f"{t['blend_coverage_mean'][0]:.1f} / {t['blend_coverage_mean'][1]:.1f} "
+                     f"| {t['blend_coverage_deviation']:.2f} | {t['blend_mean_wql']:.4f} |")
+    after, before = r["test"]["after: gaussian, shrink 5"], r["test"]["before: evaluate.few_windows largest"]
+    # the rule before on the same run (its blend shrunk as now: the shrinkage's own before is
+    # the shrink 0 column)
+    lines += ["", "Per series, the blend's 80 / 95 % coverage, before -> after: " + ", ".join(
+        f"{s} {before['blend_coverage'][s][0]:g} / {before['blend_coverage'][s][1]:g} -> "
+        f"{a[0]:g} / {a[1]:g}" for s, a in after["blend_coverage"].items()) + ".",
+        "", f"`{after['command']}` at {after['commit']} ({after['date']}), and the same with "
+        "`-S evaluate.few_windows=largest`."]
+    return "\n".join(lines) + "\n"
