@@ -198,7 +198,7 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, dict[str, float], str]:
     stages, current, since, lines = {}, None, t0, []
     for line in proc.stdout:
         lines.append(line)
-        m = re.match(r"Running stage '(?:competitions/dvc.yaml:)?([^']+)'", line)
+        m = re.match(r"Running stage '(?:[\w/]*dvc.yaml:)?([^']+)'", line)
         if m:
             now = time.perf_counter()
             if current:

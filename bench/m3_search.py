@@ -84,9 +84,9 @@ def main() -> None:
         rows, base = {}, head(ROOT)          # this commit's experiments, not older ones
         for seed in seeds:
             name = f"test-{args.subset}-{'member-' if args.member else ''}s{seed}"
-            exp_run(ROOT, name, "competitions/dvc.yaml",
-                    [f"competitions/params.yaml:++{args.subset}.train.seed={seed}"]
-                    + ([f"competitions/params.yaml:++{args.subset}.train.ensemble=1"]
+            exp_run(ROOT / "competitions", name, "dvc.yaml",     # its own DVC project
+                    [f"params.yaml:++{args.subset}.train.seed={seed}"]
+                    + ([f"params.yaml:++{args.subset}.train.ensemble=1"]
                        if args.member else []))
             ref = f"refs/exps/{base[:2]}/{base[2:]}/{name}"
             board = json.loads(subprocess.run(

@@ -26,6 +26,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ENV, ROOT, clone  # noqa: E402
+from attn_forecast.search.experiments import in_project, project_of  # noqa: E402
 
 
 def clock(cmd: list[str] | str, cwd: Path) -> float:
@@ -53,12 +54,17 @@ def main() -> None:
         rows = []
         for i in range(args.runs):
             lr = 0.001 + 0.0001 * i   # a trial's setting, as the search gives one
+            # as attn-forecast tune runs a trial: in the pipeline's DVC project
+            project = project_of(work, pipeline)
             exp = clock(["dvc", "exp", "run", "--temp", "-s", "-f", "-n", f"overhead-{i}",
-                         pipeline, "-S", f"{space['params']}:++train.lr={lr}"], work)
-            shown = subprocess.run(["dvc", "exp", "show", "--json", "--no-fetch"], cwd=work,
-                                   env=ENV, capture_output=True, text=True, check=True).stdout
-            own = _own_seconds(json.loads(shown), f"overhead-{i}", metric)
-            bare = clock(stage, work)   # the stage's own command, from the project's folder
+                         in_project(work, pipeline), "-S",
+                         f"{in_project(work, space['params'])}:++train.lr={lr}"], project)
+            shown = subprocess.run(["dvc", "exp", "show", "--json", "--no-fetch"],
+                                   cwd=project, env=ENV, capture_output=True, text=True,
+                                   check=True).stdout
+            own = _own_seconds(json.loads(shown), f"overhead-{i}", in_project(work, metric))
+            bare = clock(stage, work / Path(pipeline).parent / yaml.safe_load(
+                (ROOT / pipeline).read_text())["stages"]["trial"].get("wdir", "."))  # its wdir
             rows.append((exp, bare, own))
             print(f"run {i}: experiment {exp:.1f} s, stage process {bare:.1f} s, the stage's "
                   f"own work {own:.1f} s; DVC's overhead {exp - bare:.1f} s, the trial's "

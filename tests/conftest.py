@@ -218,6 +218,21 @@ def _source_deps() -> list[str]:
 
 
 PRETRAIN_OUTS = ("models/pretrained.pt", "reports/pretrain/history.csv", "reports/pretrain.json")
+COMPETITION_LINKS = ("src", "stages", "models")   # competitions/'s links to the project's
+
+
+def competition_project(dest: Path) -> Path:
+    """``dest``/competitions as the repository holds it: a DVC project of its own (`dvc init
+    --subdir`: its .dvc config and .dvcignore) with its params and its links to the project's
+    src, stages and models; returns the folder."""
+    comp = dest / "competitions"
+    (comp / ".dvc").mkdir(parents=True, exist_ok=True)
+    for rel in (".dvc/config", ".dvc/.gitignore", ".dvcignore", "params.yaml"):
+        shutil.copy2(ROOT / "competitions" / rel, comp / rel)
+    for name in COMPETITION_LINKS:
+        if not (comp / name).exists():
+            os.symlink(Path("..") / name, comp / name)
+    return comp
 
 
 def copy_prior(dest: Path) -> None:

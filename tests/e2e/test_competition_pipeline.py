@@ -1,8 +1,9 @@
-"""End-to-end, on a git clone of the project: the competition pipeline (competitions/dvc.yaml)
-is up to date as committed (its lock, its forecasts and its leaderboard), and the real
-``dvc status`` reruns only what an edit touches: a model setting never refits the field, an
-edit of evaluation/ or report/ never refits the baselines (main pipeline) nor the field, an
-edit of the training code never refits the competition's field."""
+"""End-to-end, on a git clone of the project: the competition pipeline (competitions/dvc.yaml,
+a DVC project of its own: its commands run in competitions/) is up to date as committed (its
+lock, its forecasts and its leaderboard), the default pipeline's commands never see it, and
+the real ``dvc status`` reruns only what an edit touches: a model setting never refits the
+field, an edit of evaluation/ or report/ never refits the baselines (main pipeline) nor the
+field, an edit of the training code never refits the competition's field."""
 from __future__ import annotations
 
 import json
@@ -22,8 +23,11 @@ def clone(tmp_path_factory):
 
 
 def _changed(proj, target: str) -> dict[str, list[str]]:
-    """``dvc status`` of ``target``: each stage whose dependencies changed, and which."""
-    res = proj.run(["dvc", "status", target, "--json"], timeout=180)
+    """``dvc status`` of ``target`` (competitions/...: run in that DVC project): each stage
+    whose dependencies changed, and which."""
+    where = proj.path / "competitions" if target.startswith("competitions/") else proj.path
+    res = proj.run(["dvc", "status", target.removeprefix("competitions/"), "--json"],
+                   timeout=180, cwd=where)
     assert res.returncode == 0, res.stderr
     out = {}
     for stage, entries in json.loads(res.stdout or "{}").items():
@@ -43,8 +47,11 @@ def _restore(proj) -> None:
 
 
 def test_the_committed_competition_pipeline_is_up_to_date(clone):
-    res = clone.run(["dvc", "status", "competitions/dvc.yaml", "--json"], timeout=180)
+    res = clone.run(["dvc", "status", "--json"], timeout=180, cwd=clone.path / "competitions")
     assert res.returncode == 0 and json.loads(res.stdout or "{}") == {}, res.stdout
+    # the default pipeline's commands never read the competition's pipelines
+    top = clone.run(["dvc", "stage", "list", "--all"], timeout=180, check=True).stdout
+    assert "field@" not in top and "leaderboard" not in top and "trial" not in top, top
     board = json.loads((clone.path / "competitions/m3/leaderboard.json").read_text())
     assert {"yearly", "quarterly", "monthly", "other", "all"} <= set(board)
     assert set(board["all"]["model"]) >= {"smape", "smape_series", "mase", "owa"}
@@ -94,8 +101,8 @@ def test_an_edit_of_the_training_code_never_refits_the_competitions_field(clone)
 
 
 def test_the_documented_commands_show_how_m3_moved_between_two_commits(clone):
-    """docs/many-series.md: `dvc metrics diff A B --targets competitions/m3/leaderboard.json
-    --md` shows the figures that moved between two commits, a row each (not one row of
+    """docs/many-series.md: `dvc metrics diff A B --targets m3/leaderboard.json --md` (in
+    competitions/) shows the figures that moved between two commits, a row each (not one row of
     hundreds of columns), and nothing for the ones that did not."""
     path = clone.path / "competitions/m3/leaderboard.json"
     board = json.loads(path.read_text())
@@ -104,9 +111,10 @@ def test_the_documented_commands_show_how_m3_moved_between_two_commits(clone):
         path.write_text(json.dumps(board, indent=2))
         clone.run(["git", "commit", "-qam", "moved"], check=True)
         res = clone.run(["dvc", "metrics", "diff", "HEAD~1", "HEAD", "--targets",
-                         "competitions/m3/leaderboard.json", "--md"], timeout=120)
+                         "m3/leaderboard.json", "--md"], timeout=120,
+                        cwd=clone.path / "competitions")
         assert res.returncode == 0, res.stderr
-        rows = [ln for ln in res.stdout.splitlines() if ln.startswith("| competitions")]
+        rows = [ln for ln in res.stdout.splitlines() if ln.startswith("| m3/leaderboard")]
         assert len(rows) == 1 and "monthly.model.smape" in rows[0], res.stdout
         assert (clone.path / "competitions/m3/leaderboard.md").read_text().count("\n") > 20
     finally:
@@ -114,13 +122,13 @@ def test_the_documented_commands_show_how_m3_moved_between_two_commits(clone):
 
 
 def test_a_misspelt_section_added_by_an_experiment_is_refused_not_ignored(clone):
-    """`-S 'competitions/params.yaml:+montly=...'` adds a section no fitting stage reads: the
+    """`-S 'params.yaml:+montly=...'` (in competitions/) adds a section no fitting stage reads: the
     leaderboard tracks the whole file, so it reruns and its check refuses the key in one line
     (before, the experiment succeeded and changed nothing)."""
     try:
-        res = clone.run(["dvc", "exp", "run", "competitions/dvc.yaml", "-S",
-                         "competitions/params.yaml:+montly={train: {ensemble: 1}}"],
-                        timeout=600)
+        res = clone.run(["dvc", "exp", "run", "-S",
+                         "params.yaml:+montly={train: {ensemble: 1}}"],
+                        timeout=600, cwd=clone.path / "competitions")
         assert res.returncode != 0, res.stdout[-2000:]
         assert "unknown key 'montly'; allowed: competition, holdout, peers, all, yearly" in \
             res.stdout + res.stderr, (res.stdout + res.stderr)[-3000:]

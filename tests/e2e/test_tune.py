@@ -32,7 +32,7 @@ import yaml
 from attn_forecast.search import space as search_space
 from attn_forecast.search import storage as search_storage
 from attn_forecast.search import study as search_study
-from conftest import ROOT, Project, kill_processes_under, processes_under
+from conftest import ROOT, Project, competition_project, kill_processes_under, processes_under
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -55,9 +55,8 @@ def searchable(project: Project) -> Project:
     """The project copy with the search pipeline, a tiny trial and a 4-trial search file,
     committed; the prior in DVC's cache, as a clone's `make repro` leaves it (a --temp
     experiment restores its deps from the cache)."""
-    dest = project.path / "competitions"
+    dest = competition_project(project.path)      # a DVC project of its own, as committed
     (dest / "tune").mkdir(parents=True)
-    shutil.copy2(ROOT / "competitions" / "params.yaml", dest / "params.yaml")
     for name in ("dvc.yaml", ".gitignore"):
         shutil.copy2(ROOT / "competitions" / "tune" / name, dest / "tune" / name)
     (dest / "tune" / "params.yaml").write_text(yaml.safe_dump(TRIAL, sort_keys=False))
@@ -80,14 +79,16 @@ def _study(proj: Project, url: str | None = None) -> optuna.Study:
 
 
 def _experiments(proj: Project) -> dict[str, float]:
-    """Each experiment `dvc exp show` lists, by name, with its sMAPE."""
-    res = proj.run(["dvc", "exp", "show", "--json"], timeout=180, check=True)
+    """Each experiment `dvc exp show` lists (in competitions/, the trials' DVC project), by
+    name, with its sMAPE."""
+    res = proj.run(["dvc", "exp", "show", "--json"], timeout=180, check=True,
+                   cwd=proj.path / "competitions")
     out = {}
     for rev in json.loads(res.stdout):
         for exp in rev.get("experiments") or []:
             for e in exp.get("revs", []):
                 data = e.get("data") or {}
-                metrics = (data.get("metrics") or {}).get("competitions/tune/score.json", {})
+                metrics = (data.get("metrics") or {}).get("tune/score.json", {})
                 out[exp.get("name") or e.get("name")] = metrics.get("data", {}).get("smape")
     return out
 
@@ -137,7 +138,7 @@ def test_two_workers_on_one_storage_finish_one_study(searchable, storage):
     assert written["subset"] == "other"
     assert written["train"]["lr"] == best.params["train.lr"]
     assert written["model"]["d_model"] == best.params["model.d_model"]
-    assert f"dvc exp apply {best.user_attrs['experiment']}" in "".join(text)
+    assert f"cd competitions && dvc exp apply {best.user_attrs['experiment']}" in "".join(text)
     # the table of every trial, beside the search file
     with open(proj.path / "competitions/tune/trials.csv") as fh:
         rows = {int(r["number"]): r for r in csv.DictReader(fh)}
@@ -274,8 +275,8 @@ def test_your_own_search_as_the_docs_say_leaves_dvc_status_clean(project):
     listed by `dvc exp show -A`."""
     quick, mine = ROOT / "competitions" / "tune" / "quick", project.path / "competitions" / \
         "tune" / "mine"
+    competition_project(project.path)
     mine.mkdir(parents=True)
-    shutil.copy2(ROOT / "competitions" / "params.yaml", mine.parent.parent / "params.yaml")
     for f in ("dvc.yaml", "params.yaml", "space.yaml", ".gitignore"):
         (mine / f).write_text((quick / f).read_text().replace("tune/quick", "tune/mine")
                               .replace("quick", "mine"))
@@ -286,8 +287,9 @@ def test_your_own_search_as_the_docs_say_leaves_dvc_status_clean(project):
                  space={"train.lr": {"low": 0.0005, "high": 0.01, "log": True}})
     (mine / "space.yaml").write_text(yaml.safe_dump(space, sort_keys=False))
     project.run(["dvc", "commit", "-f", "-q", "pretrain"], check=True)
-    project.run(["dvc", "repro", "competitions/tune/mine/dvc.yaml"], timeout=300, check=True)
-    status = project.run(["dvc", "status", "competitions/tune/mine/dvc.yaml"], check=True)
+    comp = project.path / "competitions"          # its own DVC project: its commands run there
+    project.run(["dvc", "repro", "tune/mine/dvc.yaml"], timeout=300, check=True, cwd=comp)
+    status = project.run(["dvc", "status", "tune/mine/dvc.yaml"], check=True, cwd=comp)
     assert "up to date" in status.stdout, status.stdout
     project.git_commit("search: mine")
     base = project.run(["git", "rev-parse", "--short", "HEAD"], check=True).stdout.strip()
@@ -296,10 +298,12 @@ def test_your_own_search_as_the_docs_say_leaves_dvc_status_clean(project):
     assert res.returncode == 0, res.stderr
     assert (mine / "trials.csv").is_file() and (mine / "best.yaml").is_file()
     project.git_commit("search: mine, its trials")
-    shown = project.run(["dvc", "exp", "show", "-A", "--json"], timeout=180, check=True).stdout
+    shown = project.run(["dvc", "exp", "show", "-A", "--json"], timeout=180, check=True,
+                        cwd=comp).stdout
     names = {e.get("name") for rev in json.loads(shown) for e in rev.get("experiments") or []}
     assert {"m3-other-mine-000", "m3-other-mine-001"} <= names, names
-    listed = project.run(["dvc", "exp", "list", "--rev", base, "--name-only"], check=True)
+    listed = project.run(["dvc", "exp", "list", "--rev", base, "--name-only"], check=True,
+                         cwd=comp)
     assert set(listed.stdout.split()) == {"m3-other-mine-000", "m3-other-mine-001"}
-    status = project.run(["dvc", "status", "competitions/tune/mine/dvc.yaml"], check=True)
+    status = project.run(["dvc", "status", "tune/mine/dvc.yaml"], check=True, cwd=comp)
     assert "up to date" in status.stdout, status.stdout

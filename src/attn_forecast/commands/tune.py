@@ -3,7 +3,9 @@
     attn-forecast tune --space competitions/tune/space.yaml      # the study's file
     attn-forecast tune --storage sqlite:///competitions/tune/study.db   # a database
 
-Each trial asks the study for settings, runs (its stage alone, in a temporary copy)
+Each trial asks the study for settings, runs (its stage alone, in a temporary copy, in the
+pipeline's DVC project: competitions/ is one of its own; the search file's paths are the
+repository's)
 
     {command}
 

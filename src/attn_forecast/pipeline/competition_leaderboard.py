@@ -284,8 +284,8 @@ def step(params: str, forecasts: str, metrics: str, table: str, published: str,
     if measured:    # whose run each peer's row is: the library and version that trained it
         board["measured_with"] = measured
     write_json(metrics, rounded(board))
-    command = "dvc repro competitions/dvc.yaml" + (
-        " (with competitions/params.yaml holdout: validation)" if holdout != "test" else "")
+    command = "cd competitions && dvc repro" + (
+        " (with params.yaml holdout: validation)" if holdout != "test" else "")
     write_text(table, markdown(rounded(board), subsets, names, command, holdout,
                                published_of(published), test_runs(test_runs_file)))
     a = board.get("all", {})

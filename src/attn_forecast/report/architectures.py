@@ -146,7 +146,7 @@ def m3_peers(root: Path) -> str:
                  + ", ".join(f"{s} {n}" for s, n in got["chosen"].items())
                  + f". `{got['command']}` ({got['date']}, {got['commit']})")
     return ("sMAPE / MASE / WQL on the test parts (the committed leaderboard: "
-            "`dvc repro competitions/dvc.yaml`; MASE the mean over series, WQL pooled; \"all\" "
+            "`cd competitions && dvc repro`; MASE the mean over series, WQL pooled; \"all\" "
             "over every forecast):\n\n" + "\n".join(lines) + "\n\nsMAPE by steps ahead (the "
             "mean over the steps named, each the mean over series):\n\n" + "\n".join(steps)
             + chose + "\n")

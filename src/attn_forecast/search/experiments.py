@@ -34,17 +34,36 @@ def shown(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def overrides(space: Space, values: dict) -> list[str]:
+def project_of(root: Path, path: str) -> Path:
+    """The DVC project that holds ``path`` (relative to the repository ``root``): the nearest
+    folder above it with a ``.dvc`` folder (the competitions are a project of their own, `dvc
+    init --subdir`), else ``root``."""
+    folder = (root / path).parent
+    while folder != root and root in folder.parents and not (folder / ".dvc").is_dir():
+        folder = folder.parent
+    return folder if (folder / ".dvc").is_dir() else root
+
+
+def in_project(root: Path, path: str) -> str:
+    """``path`` as its DVC project (:func:`project_of`) names it."""
+    return os.path.relpath(root / path, project_of(root, path))
+
+
+def overrides(space: Space, values: dict, root: Path = Path(".")) -> list[str]:
     """The ``-S`` arguments of a trial: ``<params file>:<section>.<key>=<value>`` (``++``: the
-    key is set whether or not the file names it yet)."""
-    return [f"{space.params}:++{k}={as_dvc_value(v)}" for k, v in values.items()]
+    key is set whether or not the file names it yet), the file as its DVC project names it."""
+    return [f"{in_project(root, space.params)}:++{k}={as_dvc_value(v)}"
+            for k, v in values.items()]
 
 
-def trial_command(space: Space, name: str, values: dict) -> list[str]:
+def trial_command(space: Space, name: str, values: dict, root: Path = Path(".")
+                  ) -> list[str]:
     """One trial's ``dvc`` command: its stage alone, always run (``-s -f``: never an upstream
-    stage, such as the prior's), in a temporary copy, named, with its settings."""
-    return ["dvc", "exp", "run", "--temp", "-s", "-f", "-n", name, space.pipeline] \
-        + [a for kv in overrides(space, values) for a in ("-S", kv)]
+    stage, such as the prior's), in a temporary copy, named, with its settings; run in the
+    pipeline's DVC project (:func:`project_of`), which names the paths."""
+    return ["dvc", "exp", "run", "--temp", "-s", "-f", "-n", name,
+            in_project(root, space.pipeline)] \
+        + [a for kv in overrides(space, values, root) for a in ("-S", kv)]
 
 
 def experiment_metric(root: Path, name: str, space: Space, base: str) -> dict:
@@ -87,15 +106,16 @@ def run_trial(root: Path, space: Space, trial, values: dict, storage_url: str, l
     from optuna.storages._heartbeat import get_heartbeat_thread   # what study.optimize uses
     name = f"{space.study}-{trial.number:03d}"
     trial.set_user_attr("experiment", name)
-    cmd = trial_command(space, name, values)
+    cmd = trial_command(space, name, values, root)
+    where = project_of(root, space.pipeline)
     env = {**os.environ, TRIAL_ENV: json.dumps({"storage": storage_url, "study": space.study,
                                                  "trial": trial.number, "worker": os.getpid(),
                                                  "pruner": space.pruner})}
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as fh, get_heartbeat_thread(trial._trial_id, trial.study._storage):
-        fh.write("$ " + " ".join(cmd) + "\n")
+        fh.write(f"$ (in {os.path.relpath(where, root)}) " + " ".join(cmd) + "\n")
         fh.flush()
-        proc = subprocess.Popen(DVC + cmd[1:], cwd=root, env=env, stdout=fh,
+        proc = subprocess.Popen(DVC + cmd[1:], cwd=where, env=env, stdout=fh,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
         try:

@@ -15,7 +15,8 @@ from pathlib import Path
 import yaml
 
 from ..errors import UserInputError
-from .experiments import LOG_DIR, as_dvc_value, experiment_metric, head, run_trial, shown
+from .experiments import (LOG_DIR, as_dvc_value, experiment_metric, head, in_project,
+                          project_of, run_trial, shown)
 from .space import Space, suggest
 from .storage import BUDGET, make_pruner, open_storage, quiet
 
@@ -134,13 +135,21 @@ def write_best(root: Path, space: Space, study) -> str | None:
     if space.apply:
         target, _, prefix = space.apply.partition("@")
         file, _, section = prefix.partition(":")
-        sets = " ".join(f"-S '{file}:++{section}.{k}={as_dvc_value(v)}'"
+        sets = " ".join(f"-S '{in_project(root, file)}:++{section}.{k}={as_dvc_value(v)}'"
                         for k, v in b.params.items())
-        apply = f"\n  or on the pipeline it tunes: dvc exp run {target} {sets}"
+        apply = f"\n  or on the pipeline it tunes: {_cd(root, target)}dvc exp run " \
+            f"{in_project(root, target)} {sets}"
     return (f"best: trial {b.number}, {space.metric} {b.value:.6g}: "
             + ", ".join(f"{k}={shown(v)}" for k, v in b.params.items())
             + (f" -> {space.best}" if space.best else "")
-            + f"\n  apply it: dvc exp apply {b.user_attrs.get('experiment')}" + apply)
+            + f"\n  apply it: {_cd(root, space.pipeline)}dvc exp apply "
+            f"{b.user_attrs.get('experiment')}" + apply)
+
+
+def _cd(root: Path, path: str) -> str:
+    """``cd <project> && `` where ``path``'s DVC project is not ``root`` itself."""
+    where = os.path.relpath(project_of(root, path), root)
+    return "" if where == "." else f"cd {where} && "
 
 
 def progress(space: Space, study, trial, value: float, pruned: bool, seconds: float) -> str:

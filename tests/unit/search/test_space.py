@@ -40,8 +40,9 @@ def test_the_quick_search_is_a_folder_of_its_own():
     assert s.apply == "competitions/dvc.yaml@competitions/params.yaml:other"
     subset, over = search_space.trial_params(ROOT / s.params)
     assert subset == "other" and over["model"] == {"lookbacks": []}
-    cmd = (ROOT / s.pipeline).read_text()
-    assert f"--trial {s.params}" in cmd and f"--metrics {s.metric_file}" in cmd
+    cmd = (ROOT / s.pipeline).read_text()       # run in competitions/, its own DVC project
+    assert f"--trial {s.params.removeprefix('competitions/')}" in cmd
+    assert f"--metrics {s.metric_file.removeprefix('competitions/')}" in cmd
 
 
 @pytest.mark.parametrize("change, words", [
@@ -139,3 +140,22 @@ def test_a_relative_sqlite_storage_is_made_absolute(tmp_path):
     assert s.storage_url(tmp_path) == "sqlite:////abs/study.db"
     s.storage = "study.journal"
     assert s.storage_url(tmp_path) == str(tmp_path.resolve() / "study.journal")
+
+
+def test_a_pipeline_in_a_dvc_project_of_its_own_runs_there(tmp_path):
+    """competitions/ is a DVC project of its own (`dvc init --subdir`): a trial's command runs
+    in it and names the pipeline and the params file as that project does; a pipeline of the
+    repository's own project keeps the repository's paths."""
+    from types import SimpleNamespace
+    from attn_forecast.search.experiments import project_of, trial_command
+    (tmp_path / ".dvc").mkdir()
+    (tmp_path / "comp" / ".dvc").mkdir(parents=True)
+    (tmp_path / "comp" / "tune").mkdir()
+    space = SimpleNamespace(pipeline="comp/tune/dvc.yaml", params="comp/tune/params.yaml")
+    assert project_of(tmp_path, space.pipeline) == tmp_path / "comp"
+    assert trial_command(space, "s-000", {"train.lr": 0.01}, tmp_path)[-3:] == \
+        ["tune/dvc.yaml", "-S", "tune/params.yaml:++train.lr=0.01"]
+    top = SimpleNamespace(pipeline="dvc.yaml", params="params.yaml")
+    assert project_of(tmp_path, top.pipeline) == tmp_path
+    assert trial_command(top, "s-000", {"train.lr": 0.01}, tmp_path)[-3:] == \
+        ["dvc.yaml", "-S", "params.yaml:++train.lr=0.01"]
