@@ -1,5 +1,5 @@
-"""Blocks of the docs that show how a default was chosen (report/docs.py): made from the
-committed record of the runs that chose it, the criteria written before them."""
+"""Blocks of the docs made from the committed record of a benchmark that chose a default (the
+criteria written before its runs) or measured a goal (report/docs.py)."""
 from __future__ import annotations
 
 import json
@@ -43,4 +43,31 @@ def real_edges(root: Path) -> str:
         f"{a[0]:g} / {a[1]:g}" for s, a in after["blend_coverage"].items()) + ".",
         "", f"`{after['command']}` at {after['commit']} ({after['date']}), and the same with "
         "`-S evaluate.few_windows=largest`."]
+    return "\n".join(lines) + "\n"
+
+
+def dvc_cost(root: Path) -> str:
+    """What an experiment costs beyond its work, before and after (bench/dvc_cost.py;
+    bench/results/dvc_cost.json): each figure, its ratio to its floor and the goal."""
+    r = json.loads((root / "bench/results/dvc_cost.json").read_text())
+    f, g = r["floors"], r["goals"]
+    rows = [("a no-op `dvc exp run`", "noop_exp_s", "noop_exp_over_floor",
+             f"the one-stage project's {f['noop_exp_s']:.2f} s"),
+            ("a no-op `dvc repro`", "noop_repro_s", "noop_repro_s", "1.0 s"),
+            ("the worked example's experiment", "worked_s", "worked_over_script",
+             f"the plain script's {f['script_s']:.2f} s"),
+            ("the first run, 8,000 daily points", "first_8000_s", "first_8000_over_script",
+             "the plain script"),
+            ("the first run, 150 monthly points", "first_150_s", "first_150_over_script",
+             "the plain script")]
+    lines = [f"`{r['command']}` at {r['commit']} ({r['date']}, {r['machine']}; medians of 3, "
+             "the first runs once):", "",
+             f"| figure | before ({r['revs']['before']['rev']}) | after | against | "
+             "goal | met |", "|---|---:|---:|---|---:|---|"]
+    for what, secs, ratio, against in rows:
+        b, a = r["ratios"]["before"][ratio], r["ratios"]["after"][ratio]
+        unit = "" if ratio == secs else "x"
+        lines.append(f"| {what} | {r['revs']['before'][secs]:.2f} s ({b:.2f}{unit}) | "
+                     f"{r['revs']['after'][secs]:.2f} s ({a:.2f}{unit}) | {against} | "
+                     f"{g[ratio]:g}{unit} | {'yes' if a <= g[ratio] else 'no'} |")
     return "\n".join(lines) + "\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 from statistics import fmean
 
 from .architectures import architectures_m3, long_lag, m3_peers
-from .choices import real_edges
+from .choices import dvc_cost, real_edges
 from .serving import serve_load
 from .leaderboard import (ALL, BOLD, _cell, _published_aggregate, published, sign_lines,
                           targets)
@@ -382,7 +382,7 @@ BLOCKS: dict[str, Callable[[Path], str]] = {
     f.__name__.replace("_", "-"): f
     for f in (m3_points, m3_intervals, m3_targets, m3_sign, ensembles, global_m3, seed_spread,
               field_scale, field_scale_targets, engines_agree, m3_quantiles, real_quantiles,
-              long_lag, architectures_m3, m3_peers, serve_load, real_edges)}
+              long_lag, architectures_m3, m3_peers, serve_load, real_edges, dvc_cost)}
 
 
 def refreshed(text: str, root: Path) -> str:
