@@ -35,9 +35,10 @@ def real_edges(root: Path) -> str:
                      f"| {b0['mean_mase']:.4f} | {b0['worst_ratio_to_best_member']:.3f} | "
                      f"{t['blend_coverage_mean'][0]:.1f} / {t['blend_coverage_mean'][1]:.1f} "
                      f"| {t['blend_coverage_deviation']:.2f} | {t['blend_mean_wql']:.4f} |")
-    after, before = r["test"]["after: gaussian, shrink 5"], r["test"]["before: evaluate.few_windows largest"]
     # the rule before on the same run (its blend shrunk as now: the shrinkage's own before is
     # the shrink 0 column)
+    after = r["test"]["after: gaussian, shrink 5"]
+    before = r["test"]["before: evaluate.few_windows largest"]
     lines += ["", "Per series, the blend's 80 / 95 % coverage, before -> after: " + ", ".join(
         f"{s} {before['blend_coverage'][s][0]:g} / {before['blend_coverage'][s][1]:g} -> "
         f"{a[0]:g} / {a[1]:g}" for s, a in after["blend_coverage"].items()) + ".",
