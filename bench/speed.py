@@ -269,10 +269,8 @@ def bench_dvclive(runs: int = 3) -> None:
     params = source_base(BASE)
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     timed(["dvc", "repro", "prepare"], work)
-    cmd = [sys.executable, "stages/train.py", "--prepared", "data/prepared",
-           "--model", "models/model.pt", "--history", "reports/train/history.csv",
-           "--forecasts", "data/forecasts.npz", "--attention", "reports/attention.npz",
-           "--lags", "reports/attention_by_lag.csv"]
+    from attn_forecast.pipeline.stages import declared_args
+    cmd = [sys.executable, "stages/train.py"] + declared_args("train", ROOT)
     env = {**ENV, "PYTHONPATH": "src"}
     times: dict[bool, list[float]] = {False: [], True: []}
     for _ in range(runs):

@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, run_pipeline, with_overrides  # noqa: E402
+from common import ROOT, run_pipeline, stage_args, with_overrides  # noqa: E402
 
 CONFIGS = {
     # the defaults (window 60, full batch of ~190 windows)
@@ -49,9 +49,8 @@ def _train(work: Path, params: dict, threads: int, extra_env: dict
     env.pop("OMP_NUM_THREADS", None)  # the stage sets its own thread count
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, str(ROOT / "stages" / "train.py"), "--params",
-                          str(pfile), "--prepared", str(work / "prepared"), "--model", str(model),
-                          "--history", str(work / f"history-{threads}.csv")],
-                         env=env, capture_output=True, text=True, check=True)
+                          str(pfile)] + _args(work, model), env=env, capture_output=True,
+                         text=True, check=True)
     wall = time.perf_counter() - t0
     train_s = float(re.search(r" in ([\d.]+) s", out.stdout).group(1))
     return train_s, wall, hashlib.sha256(model.read_bytes()).hexdigest()
@@ -64,9 +63,16 @@ def _busy(work: Path, params: dict) -> subprocess.Popen:
     pfile.write_text(yaml.safe_dump(p, sort_keys=False))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     return subprocess.Popen([sys.executable, str(ROOT / "stages" / "train.py"), "--params",
-                             str(pfile), "--prepared", str(work / "prepared"), "--model",
-                             str(work / "busy.pt"), "--history", str(work / "busy.csv")],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             str(pfile)] + _args(work, work / "busy.pt"), env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _args(work: Path, model: Path) -> list[str]:
+    """The train stage's arguments from dvc.yaml in the scratch folder ``work`` (the prepared
+    data there), the checkpoint written to ``model``."""
+    args = stage_args(work)["train"]
+    args[args.index("--model") + 1] = str(model)
+    return args
 
 
 def main() -> None:

@@ -9,8 +9,12 @@ runs the AVX2 kernels, which every such CPU has and which cost nothing here (mea
 - ``ATEN_CPU_CAPABILITY=avx2``: torch's vectorized kernels (softmax, Adam, reductions...).
 - ``OPENBLAS_CORETYPE=Haswell``: numpy's and scipy's OpenBLAS (the ridge baseline).
 - ``NPY_DISABLE_CPU_FEATURES``: numpy's AVX-512 ufunc loops (``exp`` in the random walk).
+- ``MKL_CBWR=AUTO,STRICT``: MKL, torch's matrix library, keeps its kernels for the CPU but
+  splits a product the same way whatever the thread count (its strict reproducible mode; on
+  Intel Xeons a product at 2 threads otherwise rounds apart from one at 1). Measured at no
+  cost beyond run-to-run noise (bench/README.md).
 
-Not pinned: MKL, torch's matrix library. Its reproducible mode (``MKL_CBWR=COMPATIBLE``)
+Not pinned: MKL's kernels themselves. Its fully reproducible mode (``MKL_CBWR=COMPATIBLE``)
 makes training 1.85x slower and still leaves Intel and AMD CPUs apart (MKL takes other paths
 on each vendor), so results agree to the byte only between CPUs of one vendor; committed
 metrics are written at 4 significant digits so that ``dvc metrics diff`` stays quiet across
@@ -28,7 +32,9 @@ import signal
 import sys
 import threading
 
-PINS = {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}
+PINS = {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell",
+        "MKL_CBWR": "AUTO,STRICT"}
+TORCH_PINS = ("ATEN_CPU_CAPABILITY", "MKL_CBWR")    # read as torch loads
 # numpy 2.x names for its AVX-512 dispatch targets (older names are ignored)
 NUMPY_AVX512 = "X86_V4,AVX512_ICL,AVX512_SPR"
 
@@ -76,9 +82,9 @@ def pin() -> dict[str, str]:
         return {}
     chosen = pins()
     if "numpy" in sys.modules:
-        chosen = {k: v for k, v in chosen.items() if k == "ATEN_CPU_CAPABILITY"}
+        chosen = {k: v for k, v in chosen.items() if k in TORCH_PINS}
     if "torch" in sys.modules:
-        chosen.pop("ATEN_CPU_CAPABILITY", None)
+        chosen = {k: v for k, v in chosen.items() if k not in TORCH_PINS}
     os.environ.update(chosen)
     return chosen
 

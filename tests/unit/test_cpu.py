@@ -9,12 +9,12 @@ AVX2 = {"sse4_2", "avx", "avx2", "fma"}
 def test_avx512_machine_gets_every_pin():
     got = pins(AVX2 | {"avx512f", "avx512bw"}, "x86_64")
     assert got == {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell",
-                   "NPY_DISABLE_CPU_FEATURES": NUMPY_AVX512}
+                   "MKL_CBWR": "AUTO,STRICT", "NPY_DISABLE_CPU_FEATURES": NUMPY_AVX512}
 
 
 def test_avx2_machine_has_nothing_wider_to_disable():
     assert pins(AVX2, "x86_64") == {"ATEN_CPU_CAPABILITY": "avx2",
-                                    "OPENBLAS_CORETYPE": "Haswell"}
+                                    "OPENBLAS_CORETYPE": "Haswell", "MKL_CBWR": "AUTO,STRICT"}
 
 
 def test_no_pins_where_avx2_kernels_would_not_run():

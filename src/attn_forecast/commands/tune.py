@@ -37,7 +37,8 @@ class _Args(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> None:
     blank = SimpleNamespace(pipeline="<pipeline>", params="<params file>")
-    cmd = " ".join(trial_command(blank, "<study>-<number>", {"<section>.<key>": 0}))
+    cmd = "(in <project>) " + " ".join(trial_command(blank, "<study>-<number>",
+                                                     {"<section>.<key>": 0}))
     ap = _Args(prog="attn-forecast tune", description=__doc__.replace(
         "{command}", cmd.replace("=0", "=<value> ...")),
         formatter_class=argparse.RawDescriptionHelpFormatter)

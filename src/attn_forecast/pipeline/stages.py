@@ -36,13 +36,19 @@ def stage_args(work: str | Path, root: str | Path, inputs: str | Path | None = N
     where = scratch(work, root)
     if inputs is not None:
         where["inputs"] = Path(inputs)
-    out = {}
-    for name, stage in _spec(Path(root))["stages"].items():
-        words = str(stage["cmd"]).split()
-        args = words[words.index(f"stages/{name}.py") + 1:]
-        out[name] = [re.sub(r"\$\{p\.(\w+)\}", lambda m: str(where[m.group(1)]), w)
-                     for w in args]
-    return out
+    return {name: _args(stage, name, where) for name, stage in _spec(Path(root))["stages"].items()}
+
+
+def declared_args(name: str, root: str | Path) -> list[str]:
+    """The stage's arguments with the paths dvc.yaml declares (relative to ``root``), as
+    `dvc repro` runs it there."""
+    return _args(_spec(Path(root))["stages"][name], name, paths(root))
+
+
+def _args(stage: dict, name: str, where: dict) -> list[str]:
+    words = str(stage["cmd"]).split()
+    return [re.sub(r"\$\{p\.(\w+)\}", lambda m: str(where[m.group(1)]), w)
+            for w in words[words.index(f"stages/{name}.py") + 1:]]
 
 
 def load_stage(name: str, root: str | Path):
