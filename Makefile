@@ -64,7 +64,7 @@ test: $(TEST_STAMP)
 # leaves the workspace (params.yaml and outputs) untouched.
 source-baseline: $(STAMP)
 	$(BIN)/dvc exp run --temp -f -n source-baseline \
-	    $$(PYTHONPATH=src $(BIN)/python -m attn_forecast.config.worked_example)
+	    $$(PYTHONPATH=src $(BIN)/python -m tools.worked_example)
 
 # Benchmarks (not tests): accuracy over seeds 42, 1, 2, 3, 4 and speed, beside the source's
 # worked example when REFERENCE points at it.

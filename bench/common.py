@@ -1,6 +1,6 @@
 """Shared helpers for the benchmarks: params overrides like `dvc exp run -S`, and the stage
 scripts run in-process (one torch import for many runs) into a scratch folder, with the
-command lines dvc.yaml gives them (attn_forecast.pipeline.stages)."""
+command lines dvc.yaml gives them (tools.stages)."""
 from __future__ import annotations
 
 import copy
@@ -14,6 +14,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.append(str(ROOT))       # the project's tools (tools.stages, tools.worked_example)
 # the folder of users' CSV files, as dvc.yaml declares it
 PATHS = next(v["p"] for v in yaml.safe_load((ROOT / "dvc.yaml").read_text())["vars"]
              if "p" in v)
@@ -141,7 +143,7 @@ def with_overrides(base: dict, overrides: list[str]) -> dict:
 
 def source_base(base: dict) -> dict:
     """``base`` with every setting of the lecture's worked example (make source-baseline's)."""
-    from attn_forecast.config.worked_example import dvc_set_args, source_settings
+    from tools.worked_example import dvc_set_args, source_settings
     return with_overrides(base, dvc_set_args(source_settings())[1::2])  # the "k=v" halves
 
 
@@ -150,12 +152,12 @@ STAGES = ("generate", "prepare", "baselines", "train", "evaluate")
 
 def stage_args(work: Path, inputs: Path | None = None) -> dict[str, list[str]]:
     """Each stage's command-line arguments into the scratch folder ``work`` (from dvc.yaml)."""
-    from attn_forecast.pipeline.stages import stage_args as from_dvc_yaml
+    from tools.stages import stage_args as from_dvc_yaml
     return from_dvc_yaml(work, ROOT, inputs)
 
 
 def load_stage(name: str):
-    from attn_forecast.pipeline.stages import load_stage as load
+    from tools.stages import load_stage as load
     return load(name, ROOT)
 
 
@@ -165,7 +167,7 @@ def run_pipeline(params: dict, workdir: Path | None = None, stages=STAGES,
     detail.json dict); with the backtest stages also asked for, the backtest metrics are in
     ``workdir/backtest.json``. ``inputs``: the folder the CSV named by data.csv_path lies in
     (default data/external)."""
-    from attn_forecast.pipeline.stages import run_stages
+    from tools.stages import run_stages
     work = Path(workdir or tempfile.mkdtemp(prefix="attn-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     pfile = work / "params.yaml"

@@ -80,7 +80,9 @@ def clone_at(rev: str, dest: Path) -> Path:
 def measure(rev: str, work: Path, runs: int) -> dict:
     path = clone_at(rev, work / f"at-{rev}")
     dvc = str(BIN / "dvc")
-    worked = subprocess.run([sys.executable, "-m", "attn_forecast.config.worked_example"],
+    module = ("tools.worked_example" if (path / "tools" / "worked_example.py").exists()
+              else "attn_forecast.config.worked_example")          # where revisions kept it
+    worked = subprocess.run([sys.executable, "-m", module],
                             cwd=path, env={**ENV, "PYTHONPATH": str(path / "src")},
                             capture_output=True, text=True, check=True).stdout.split()
     out = {"rev": rev,

@@ -11,7 +11,7 @@ non-zero where any value differs by more than ``--tol`` (issue 39: 1e-9).
     python bench/engines_agree.py --out bench/results/engines_agree.json
 
 ``--out`` adds the result to a JSON list (the command, the date, the commit), which
-bench/README.md's table is generated from (src/attn_forecast/report/docs.py).
+bench/README.md's table is generated from (tools/docs.py).
 """
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, commit, run_pipeline, with_overrides  # noqa: E402
-from attn_forecast.report.docs import quantile_verdicts  # noqa: E402
+from tools.docs import quantile_verdicts  # noqa: E402
 
 STAGES = ("generate", "prepare", "baselines", "train", "evaluate", "backtest_train")
 STATS = ("seasonal_naive", "ridge", "ets", "theta", "arima")

@@ -269,7 +269,7 @@ def bench_dvclive(runs: int = 3) -> None:
     params = source_base(BASE)
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     timed(["dvc", "repro", "prepare"], work)
-    from attn_forecast.pipeline.stages import declared_args
+    from tools.stages import declared_args
     cmd = [sys.executable, "stages/train.py"] + declared_args("train", ROOT)
     env = {**ENV, "PYTHONPATH": "src"}
     times: dict[bool, list[float]] = {False: [], True: []}

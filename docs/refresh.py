@@ -1,8 +1,8 @@
 """Copy the default run's summary into docs/summary.md and README.md, make every generated
-block of the docs anew from the committed files it quotes (src/attn_forecast/report/docs.py:
+block of the docs anew from the committed files it quotes (tools/docs.py:
 the M3 leaderboard's figures, the published ones beside), and params.yaml's "auto: ..."
 comments from the profiles, competitions/params.yaml and the schema
-(src/attn_forecast/config/annotate.py).
+(tools/annotate.py).
 
 Run by `make docs` after `dvc repro` (the figures are committed where the pipeline writes them,
 reports/figures/, and the README shows them from there).
@@ -17,9 +17,9 @@ import sys
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-from attn_forecast.config.annotate import annotated  # noqa: E402
-from attn_forecast.report.docs import PAGES, refreshed  # noqa: E402
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]     # the package and the project's tools
+from tools.annotate import annotated  # noqa: E402
+from tools.docs import PAGES, refreshed  # noqa: E402
 START, END = "<!-- summary:start -->", "<!-- summary:end -->"
 
 

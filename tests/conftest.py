@@ -7,7 +7,6 @@ analytics and update checks off.
 """
 from __future__ import annotations
 
-import ast
 import copy
 import hashlib
 import json
@@ -189,6 +188,14 @@ def dvc_spec(params: dict | None = None) -> dict:
     return sub(spec)
 
 
+def pipeline_stages(prior: bool = False) -> list[str]:
+    """The default pipeline's stages, in dvc.yaml's order (a new stage is in every test that
+    lists them); the prior's (pretrain) only when asked: a copy takes the committed prior and
+    its `dvc repro` never runs it."""
+    return [s for s in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+            if prior or s != "pretrain"]
+
+
 def _paths(items) -> list[str]:
     out = []
     for item in items or []:
@@ -258,7 +265,7 @@ def _make_project(dest: Path, overrides: dict[str, Any] | None = None,
         if (ROOT / name).exists():
             shutil.copy2(ROOT / name, dest / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("stages", "src", *_source_deps()):
+    for name in ("stages", "src", "tools", *_source_deps()):
         src = ROOT / name
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=ignore, dirs_exist_ok=True)
@@ -371,40 +378,3 @@ def pytest_sessionfinish(session, exitstatus):
     except OSError:
         return
     kill_processes_under(base)
-
-
-# ---------------------------------------------------------------- the package's imports
-def module_file(mod: str) -> Path | None:
-    path = PKG.joinpath(*mod.split(".")[1:])
-    if (path / "__init__.py").exists():
-        return path / "__init__.py"
-    return path.with_suffix(".py") if path.with_suffix(".py").exists() else None
-
-
-def imports(path: Path, mod: str) -> set[str]:
-    """attn_forecast modules one file imports anywhere in it (with their packages)."""
-    package = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom):
-            base = ".".join(package[:len(package) - node.level + 1] + [node.module or ""]) \
-                .rstrip(".") if node.level else node.module or ""
-            if base.startswith("attn_forecast"):
-                found.add(base)
-                found |= {f"{base}.{a.name}" for a in node.names
-                          if module_file(f"{base}.{a.name}")}
-        elif isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("attn_forecast")}
-    parents = {".".join(m.split(".")[:i]) for m in found for i in range(1, m.count(".") + 2)}
-    return {m for m in parents if module_file(m)}
-
-
-def closure(script: Path) -> set[str]:
-    """The src files a stage script imports, as paths relative to the project."""
-    todo, seen = list(imports(script, "stages.script")), set()
-    while todo:
-        mod = todo.pop()
-        if mod not in seen:
-            seen.add(mod)
-            todo += imports(module_file(mod), mod)
-    return {str(module_file(m).relative_to(ROOT)) for m in seen}

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import pipeline_stages
+
 SEASON = 150  # the default sine's period: 300 points over two periods
 CONFIG = {"data.n_points": 300, "prepare.horizon": 3, "prepare.transform": "diff",
           "prepare.val_frac": 0.1, "prepare.cal_frac": 0.1, "evaluate.season": SEASON,
@@ -18,8 +20,7 @@ CONFIG = {"data.n_points": 300, "prepare.horizon": 3, "prepare.transform": "diff
 @pytest.fixture(scope="module")
 def run(project_factory):
     proj = project_factory("evaluate", overrides=CONFIG, git=False)
-    for stage in ("generate", "prepare", "baselines", "train", "evaluate", "backtest_train",
-                  "backtest_evaluate", "render"):
+    for stage in pipeline_stages():
         res = proj.stage(stage)
         assert res.returncode == 0, f"{stage}: {res.stderr}"
     return proj

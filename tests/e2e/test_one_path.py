@@ -16,7 +16,7 @@ import yaml
 
 from conftest import ROOT, with_overrides
 
-from attn_forecast.pipeline.stages import run_stages
+from tools.stages import run_stages
 
 STAGES = ("generate", "prepare", "baselines", "train", "evaluate", "backtest_train",
           "backtest_evaluate")

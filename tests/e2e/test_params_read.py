@@ -97,7 +97,7 @@ CONFIGS = {
 
 @pytest.fixture(scope="module")
 def reads(tmp_path_factory) -> dict[str, dict[str, set[str]]]:
-    from attn_forecast.pipeline.stages import stage_args
+    from tools.stages import stage_args
     out = {}
     for label, over in CONFIGS.items():
         work = tmp_path_factory.mktemp("reads")

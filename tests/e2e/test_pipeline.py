@@ -19,13 +19,13 @@ import yaml
 import pytest
 import torch
 
-from conftest import TINY
+from conftest import TINY, pipeline_stages
 
 # Outputs that must come out byte-identical from the same params (dvc.lock covers the rest).
 DETERMINISTIC = ["reports/metrics.json", "reports/metrics_detail.json", "data/raw/series.csv",
                  "data/prepared", "models/model.pt", "data/forecasts.npz",
                  "reports/predictions.csv", "reports/train/history.csv"]
-STAGES = ["generate", "prepare", "baselines", "train", "evaluate", "render"]
+STAGES = pipeline_stages()
 BASE_LR = 0.005
 
 

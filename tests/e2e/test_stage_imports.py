@@ -19,10 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import ROOT, VENV_BIN
+from conftest import ROOT, VENV_BIN, pipeline_stages
 
-STAGES = ["generate", "prepare", "baselines", "train", "evaluate", "backtest_train",
-          "backtest_evaluate", "render"]
+STAGES = pipeline_stages()
 # backtest_train imports torch only when the backtest is on
 NO_TORCH = {"generate", "prepare", "baselines", "evaluate", "render", "backtest_train",
             "backtest_evaluate"}

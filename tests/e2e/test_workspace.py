@@ -22,7 +22,7 @@ import pytest
 from conftest import ROOT, Project
 
 sys.path.insert(0, str(ROOT / "src"))
-from attn_forecast.config.worked_example import dvc_set_args, source_settings  # noqa: E402
+from tools.worked_example import dvc_set_args, source_settings  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +124,8 @@ def test_source_baseline_has_every_source_setting_whatever_ran_before(repo):
     workspace = (proj.path / "params.yaml").read_text()
     # the Makefile's source-baseline recipe: every setting given, in a temporary copy
     makefile = (ROOT / "Makefile").read_text()
-    assert "exp run --temp" in makefile and "-m attn_forecast.config.worked_example" in makefile
-    args = proj.run([sys.executable, "-m", "attn_forecast.config.worked_example"],
+    assert "exp run --temp" in makefile and "-m tools.worked_example" in makefile
+    args = proj.run([sys.executable, "-m", "tools.worked_example"],
                     check=True).stdout.split()
     assert args == dvc_set_args(source_settings())
     proj.run(["dvc", "exp", "run", "--temp", "-f", "-n", "source-baseline", *args],

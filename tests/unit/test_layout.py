@@ -1,7 +1,9 @@
 """The house by role: imports point one way. No module imports itself back through others (no
 circle of modules, nor of packages); no library package (data, model, training, forecasters,
 evaluation, report) imports config or pipeline (a library function takes plain arguments);
-every file holds one job, at most 400 lines, and no module is named for how it is wired."""
+every file holds one job, at most 400 lines, and no module is named for how it is wired. The
+project's tooling (tools/: the docs' blocks, the worked example, the stages run in-process)
+lies outside the package, which never imports it."""
 from __future__ import annotations
 
 import ast
@@ -9,7 +11,8 @@ import importlib
 
 import pytest
 
-from conftest import PKG, ROOT, imports, module_file
+from conftest import PKG, ROOT
+from import_graph import imports, module_file
 
 LIBRARY = ("data", "model", "training", "forecasters", "evaluation", "report")
 # the order of the floors: a package may import those before it, never those after it
@@ -85,6 +88,20 @@ def test_no_library_module_imports_config_or_pipeline(package):
     assert bad == []
 
 
+def test_the_package_never_imports_the_projects_tools():
+    """tools/ imports the package, never the other way; and none of the package's modules
+    loads stages/ (what tools/stages.py does for the tests and the benchmarks)."""
+    def named(node):
+        if isinstance(node, ast.ImportFrom):
+            return [node.module or ""] if not node.level else []
+        return [a.name for a in node.names] if isinstance(node, ast.Import) else []
+    bad = [f"{f.relative_to(PKG)} -> {name}" for f in PKG.rglob("*.py")
+           for node in ast.walk(ast.parse(f.read_text())) for name in named(node)
+           if name.split(".")[0] in ("tools", "stages", "bench", "docs")]
+    assert bad == []
+    assert [f for f in PKG.rglob("*.py") if "spec_from_file_location" in f.read_text()] == []
+
+
 def test_the_walker_sees_an_upward_import():
     """The check can fail: the pipeline imports the config (an arrow the floors allow)."""
     assert "attn_forecast.config.load" in _graph()["attn_forecast.pipeline.prepare"] or \
@@ -92,7 +109,9 @@ def test_the_walker_sees_an_upward_import():
 
 
 def test_every_file_is_at_most_400_lines_and_named_for_what_it_holds():
-    long = {str(f.relative_to(PKG)): n for f in PKG.rglob("*.py")
+    """The package's files, the project's tools' and the tests' alike."""
+    files = [f for where in (PKG, ROOT / "tools", ROOT / "tests") for f in where.rglob("*.py")]
+    long = {str(f.relative_to(ROOT)): n for f in files
             if (n := len(f.read_text().splitlines())) > 400}
     assert long == {}
     names = {f.stem for f in PKG.rglob("*.py")}

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from attn_forecast.errors import UserInputError
-from attn_forecast.config.worked_example import EXECUTION_KEYS, source_settings
+from tools.worked_example import EXECUTION_KEYS, source_settings
 from attn_forecast.config.load import load_params, parse_params
 from attn_forecast.config.schema import Params
 from attn_forecast.errors import ParamsError

@@ -1,5 +1,5 @@
-"""What the export tests of the model and of the command share: the window, the horizon and
-a small hourly store."""
+"""What the model's tests share: the window, the horizon and a small hourly store (the export
+tests of the model and of the command), a store of given series (the networks' and explain's)."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,3 +27,15 @@ def hourly_store() -> Store:
     raw = Raw(np.array(["a", "b"]), offsets, t, levels, np.full(len(levels), np.nan))
     return build(raw, window=W, horizon=H, fracs={"test": 0.2, "val": 0.0, "cal": 0.0},
                  scaler="zscore", transform="none", time_features=("hour",))
+
+
+def small_store(series: list[np.ndarray], window: int = 6, horizon: int = 2) -> Store:
+    """A store of ``series`` (one after the other), ids s0, s1, ..."""
+    offsets = np.r_[0, np.cumsum([len(s) for s in series])].astype(np.int64)
+    levels = np.concatenate(series).astype(np.float64)
+    t = np.concatenate([np.arange(len(s), dtype=np.float64) for s in series])
+    raw = Raw(np.array([f"s{i}" for i in range(len(series))]), offsets, t, levels,
+              np.full(len(levels), np.nan))
+    return build(raw, window=window, horizon=horizon,
+                   fracs={"test": 0.25, "val": 0.0, "cal": 0.0}, scaler="zscore",
+                   transform="none")

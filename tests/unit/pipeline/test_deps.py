@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ROOT, closure, dvc_spec
+from conftest import ROOT, dvc_spec, pipeline_stages
+from import_graph import closure
 
-STAGES = ["pretrain", "generate", "prepare", "baselines", "train", "evaluate",
-          "backtest_train", "backtest_evaluate", "render"]
+STAGES = pipeline_stages(prior=True)
 
 
 def _competition(pipeline: str = "competitions/dvc.yaml") -> dict[str, dict]:

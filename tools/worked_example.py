@@ -1,7 +1,7 @@
 """The lecture's worked example as settings: every key given, so a run with them is the worked
 example whatever params.yaml holds (``make source-baseline``).
 
-    python -m attn_forecast.config.worked_example    # its `dvc exp run -S` arguments
+    python -m tools.worked_example    # its `dvc exp run -S` arguments
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from .schema import Params
+from attn_forecast.config.schema import Params
 
 # where the worked example differs from the defaults
 SOURCE = {"prepare.window": 10, "prepare.scaler": "none", "model.pooling": "last",

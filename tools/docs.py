@@ -1,7 +1,7 @@
 """The figures the docs quote, generated from committed files, never typed: each block of a
 Markdown page between ``<!-- generated: NAME -->`` and ``<!-- /generated -->`` is what
 :data:`BLOCKS` [NAME] makes from the committed file it reads (`make docs` rewrites them;
-tests/unit/report/test_docs.py fails when a page and its files disagree).
+tests/unit/tools/test_docs.py fails when a page and its files disagree).
 
     <!-- generated: m3-points -->
     | | yearly | ... |                       <- from competitions/m3/leaderboard.json
@@ -15,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean
 
+from attn_forecast.report.leaderboard import (ALL, BOLD, _cell, _published_aggregate,
+                                              published, sign_lines, targets)
 from .architectures import architectures_m3, long_lag, m3_peers
 from .choices import dvc_cost, real_edges
 from .serving import serve_load
-from .leaderboard import (ALL, BOLD, _cell, _published_aggregate, published, sign_lines,
-                          targets)
 
 BLOCK = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- /generated -->)", re.S)
 SUBSETS = ("yearly", "quarterly", "monthly", "other")

@@ -1,11 +1,11 @@
-"""The docs' blocks on attention against recurrence and the MLP (report/architectures.py), from
+"""The docs' blocks on attention against recurrence and the MLP (tools/architectures.py), from
 small committed-result files made here: every network's figures where they belong, the
 spread over seeds where there are several, the command that measured them."""
 from __future__ import annotations
 
 import json
 
-from attn_forecast.report.architectures import architectures_m3, long_lag, m3_peers
+from tools.architectures import architectures_m3, long_lag, m3_peers
 
 
 def _m3_row(subset: str, network: str, seed: int, by_step: list[float]) -> dict:

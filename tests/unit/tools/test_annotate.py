@@ -5,8 +5,8 @@ from pathlib import Path
 
 import yaml
 
-from attn_forecast.config import annotate
-from attn_forecast.config.annotate import WIDTH, annotated, meaning
+from tools import annotate
+from tools.annotate import WIDTH, annotated, meaning
 
 ROOT = Path(__file__).resolve().parents[3]
 TEXT = (ROOT / "params.yaml").read_text()

@@ -1,10 +1,10 @@
-"""The figures the docs quote are the committed files' (report/docs.py): every generated block
+"""The figures the docs quote are the committed files' (tools/docs.py): every generated block
 of every page equals what its committed file makes now (run `make docs` after a change)."""
 from __future__ import annotations
 
 import pytest
 
-from attn_forecast.report.docs import BLOCK, BLOCKS, PAGES, refreshed
+from tools.docs import BLOCK, BLOCKS, PAGES, refreshed
 from conftest import ROOT
 
 
@@ -33,7 +33,7 @@ def test_a_changed_figure_in_a_block_is_found():
 def test_the_field_scale_table_is_each_committed_row_sorted_a_missing_cell_blank(tmp_path):
     import json
 
-    from attn_forecast.report.docs import field_scale
+    from tools.docs import field_scale
     (tmp_path / "bench" / "results").mkdir(parents=True)
     common = {"prepare_s": 1.2, "field_s": 3456.7, "evaluate_s": 5.0, "ms_per_series": 34.6,
               "peak_rss_main_mib": 1810, "peak_rss_worker_mib": 1661, "ets_mase": 1.04431,
@@ -56,7 +56,7 @@ def test_the_field_scale_rows_run_a_process_a_step_come_first_in_a_table_of_thei
         tmp_path):
     import json
 
-    from attn_forecast.report.docs import field_scale
+    from tools.docs import field_scale
     (tmp_path / "bench" / "results").mkdir(parents=True)
     common = {"prepare_s": 1.2, "field_s": 3456.7, "evaluate_s": 5.0, "ms_per_series": 34.6,
               "ets_mase": 1.04431, "date": "2026-12-04"}
@@ -81,7 +81,7 @@ def test_the_field_scale_rows_run_a_process_a_step_come_first_in_a_table_of_thei
 def test_the_field_scale_targets_read_the_latest_row_of_each_size_and_engine(tmp_path):
     import json
 
-    from attn_forecast.report.docs import field_scale_targets
+    from tools.docs import field_scale_targets
 
     def row(n, engine, ms, main, worker=500):
         return {"series": n, "engine": engine, "ms_per_series": ms, "date": "2026-12-03",
@@ -111,7 +111,7 @@ def test_a_row_run_a_process_a_step_meets_the_memory_target_only_if_every_proces
         tmp_path):
     import json
 
-    from attn_forecast.report.docs import field_scale_targets
+    from tools.docs import field_scale_targets
 
     def row(n, worker):
         return {"series": n, "engine": "dask", "ms_per_series": 30.0, "date": "2026-12-04",
@@ -132,7 +132,7 @@ def test_a_field_scale_target_without_its_rows_says_so_and_a_ratio_is_judged_as_
         tmp_path):
     import json
 
-    from attn_forecast.report.docs import field_scale_targets
+    from tools.docs import field_scale_targets
     rows = [{"series": 9998, "engine": "local", "ms_per_series": 30.0, "date": "2026-12-03",
              "peak_rss_main_mib": 500, "peak_rss_worker_mib": 400},
             {"series": 100001, "engine": "local", "ms_per_series": 36.14, "date": "2026-12-03"},
@@ -151,7 +151,7 @@ def test_a_field_scale_target_without_its_rows_says_so_and_a_ratio_is_judged_as_
 def test_the_engines_agree_table_says_no_where_a_value_or_an_array_differs(tmp_path):
     import json
 
-    from attn_forecast.report.docs import engines_agree
+    from tools.docs import engines_agree
     (tmp_path / "bench" / "results").mkdir(parents=True)
     row = {"command": "python bench/engines_agree.py", "date": "2026-12-04", "commit": "abc1234",
            "subset": "other", "values": 217163, "largest_difference": 0.0,
@@ -168,7 +168,7 @@ def test_the_engines_agree_table_says_no_where_a_value_or_an_array_differs(tmp_p
 def test_a_field_scale_ratio_compares_rows_of_one_run_and_says_when_it_cannot(tmp_path):
     import json
 
-    from attn_forecast.report.docs import field_scale_targets
+    from tools.docs import field_scale_targets
 
     def row(n, engine, ms, commit):
         return {"series": n, "engine": engine, "ms_per_series": ms, "date": "2026-12-04",
@@ -195,7 +195,7 @@ def test_a_field_scale_ratio_compares_rows_of_one_run_and_says_when_it_cannot(tm
 def test_the_global_m3_table_bolds_the_lowest_of_each_column(tmp_path):
     import json
 
-    from attn_forecast.report.docs import global_m3
+    from tools.docs import global_m3
     row = {"yearly": 20.0, "quarterly": 10.0, "monthly": 15.0, "other": 5.0, "all": 14.0,
            "series": 3003, "seconds": 300.0}
     rows = {"per subset": row,
@@ -214,7 +214,7 @@ def test_the_global_m3_table_bolds_the_lowest_of_each_column(tmp_path):
 def test_the_real_series_verdicts_compare_the_blend_with_the_best_statistical_mean(tmp_path):
     import json
 
-    from attn_forecast.report.docs import quantile_verdicts, real_quantiles
+    from tools.docs import quantile_verdicts, real_quantiles
 
     def q(mase, wql, c80, c95):
         return {"mase": mase, "wql": wql, "coverage_80": c80, "coverage_95": c95}

@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from ..forecasters.names import listed
-from .profiles import COMPETITION_PARAMS, LATER, competition_settings, profiles
-from .schema import default
+from attn_forecast.forecasters.names import listed
+from attn_forecast.config.profiles import COMPETITION_PARAMS, LATER, competition_settings, profiles
+from attn_forecast.config.schema import default
 
 SUBSETS = ("yearly", "quarterly", "monthly", "other")
 WIDTH = 99          # the longest line

@@ -1,11 +1,11 @@
 """The docs' figures on attention against recurrence, generated from committed results (a
-block of report/docs.py): bench/long_lag.py's rows (bench/results/long_lag.json)."""
+block of tools/docs.py): bench/long_lag.py's rows (bench/results/long_lag.json)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ..forecasters.names import PEERS
+from attn_forecast.forecasters.names import PEERS
 
 
 def long_lag(root: Path) -> str:

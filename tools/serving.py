@@ -1,4 +1,4 @@
-"""The forecast service's figures for the docs (report/docs.py's ``serve-load`` block), made
+"""The forecast service's figures for the docs (tools/docs.py's ``serve-load`` block), made
 from bench/results/serve_load.json: each load case beside its floor, the bare onnxruntime call,
 the blend against its members' own fit time, where one request's time goes, the peak RSS and
 each goal's verdict."""

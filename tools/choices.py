@@ -1,5 +1,5 @@
 """Blocks of the docs made from the committed record of a benchmark that chose a default (the
-criteria written before its runs) or measured a goal (report/docs.py)."""
+criteria written before its runs) or measured a goal (tools/docs.py)."""
 from __future__ import annotations
 
 import json
