@@ -9,7 +9,7 @@ from pathlib import Path
 
 ALL = ["all (mean over all forecasts)", "all (mean over series)"]
 # WQL over all is no mean: each level's pinball loss summed over every forecast, over the
-# summed |y| (pipeline.competition_leaderboard.pooled_intervals), as fev and Chronos pool a task
+# summed |y| (evaluation.leaderboard.pooled_intervals), as fev and Chronos pool a task
 WQL_ALL = "all (pooled ratio over all forecasts)"
 BOLD = ("model", "model+comb")
 

@@ -1,5 +1,5 @@
 """Unit tests for the competition leaderboard's Markdown (attn_forecast.report.leaderboard)
-and its fev aggregate (attn_forecast.pipeline.competition_leaderboard.fev_aggregate), on a small
+and its fev aggregate (attn_forecast.evaluation.leaderboard.fev_aggregate), on a small
 board built by hand: the published fev figures (competitions/published/fev_m3.csv, read here
 with pandas) are shown labelled "(published, fev)" with their own numbers, never mixed into this
 project's rows; the targets say met or missed; the fev aggregate is the geometric mean of the
@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from attn_forecast.pipeline.competition_leaderboard import fev_aggregate
+from attn_forecast.evaluation.leaderboard import fev_aggregate
 from attn_forecast.report.leaderboard import published
 from attn_forecast.report.leaderboard import markdown, targets
 
@@ -252,7 +252,7 @@ def test_pooled_intervals_pool_wql_and_coverage_over_every_forecast():
     from scipy.stats import norm
 
     from attn_forecast.evaluation.scoring import Evaluation
-    from attn_forecast.pipeline.competition_leaderboard import pooled_intervals
+    from attn_forecast.evaluation.leaderboard import pooled_intervals
     taus = (0.025, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.975)
     rng = np.random.default_rng(9)
     evs, ys, qs = {}, [], []
