@@ -15,10 +15,10 @@ runs the AVX2 kernels, which every such CPU has and which cost nothing here (mea
   cost beyond run-to-run noise (bench/README.md).
 
 Not pinned: MKL's kernels themselves. Its fully reproducible mode (``MKL_CBWR=COMPATIBLE``)
-makes training 1.85x slower and still leaves Intel and AMD CPUs apart (MKL takes other paths
-on each vendor), so results agree to the byte only between CPUs of one vendor; committed
-metrics are written at 4 significant digits so that ``dvc metrics diff`` stays quiet across
-machines. ``ATTN_FORECAST_NATIVE_CPU=1`` skips the pins (for speed comparisons).
+makes training much slower (bench/README.md) and still leaves Intel and AMD CPUs apart (MKL
+takes other paths on each vendor), so results agree to the byte only between CPUs of one
+vendor; committed metrics are written at 4 significant digits so that ``dvc metrics diff``
+stays quiet across machines. ``ATTN_FORECAST_NATIVE_CPU=1`` skips the pins (for speed comparisons).
 
 :func:`pin` must run before numpy or torch are imported: each stage does it by importing
 :mod:`attn_forecast.stage` first, and so does the command line; importing the package itself

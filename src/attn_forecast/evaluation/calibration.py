@@ -41,7 +41,7 @@ UNIT_NAMES = {"level": "the series' mean absolute level",
               "naive_error": "the series' in-sample seasonal naive error (MASE's scale)"}
 # the unit calibration pools scores in, chosen on M3's validation cuts by the rule written in
 # bench/m3_intervals.py before it ran: as many coverage figures within 3 points of nominal as
-# the level (17 of 24), the lower WQL (bench/README.md, "How M3's quantiles are made")
+# the level, and the lower WQL (the figures: bench/README.md, "How M3's quantiles are made")
 UNIT = "naive_error"
 
 

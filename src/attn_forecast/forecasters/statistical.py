@@ -15,11 +15,11 @@ in the last bits.)
   multiplicative), seasonal with period ``season`` when it is > 1.
 - ``theta``: the standard Theta method, deseasonalized with that period.
 - ``arima``: ``AutoARIMA``; seasonal only for periods up to :data:`MAX_ARIMA_SEASON` (a
-  seasonal fit with period 48 did not finish in 20 minutes on a 7,000-point series), with
-  seasonal orders P, Q of at most 1 (StatsForecast's default search goes to 2): the seasonal
-  terms were most of the M3 benchmark's time (on M3 monthly's validation cuts, 150 series:
-  62 s with P, Q <= 2 against 36 s, validation sMAPE 15.63 against 15.79); its order search
-  reads the last :data:`FIT_HISTORY` values of the training part.
+  seasonal fit with a long period did not finish on a long series), with seasonal
+  orders P, Q of at most 1 (StatsForecast's default search goes to 2): the seasonal terms were
+  most of the M3 benchmark's time, for a validation sMAPE barely better (the figures:
+  bench/README.md, "Figures the code's choices rest on"); its order search reads the last
+  :data:`FIT_HISTORY` values of the training part.
 - ``ses``: simple exponential smoothing (``AutoETS`` with model ANN); ``dot``: the Dynamic
   Optimized Theta method; ``ces``: ``AutoCES``, complex exponential smoothing.
 - ``m4_ses``, ``m4_holt``, ``m4_damped``: the M4 competition's benchmarks, SES, Holt's linear
@@ -53,8 +53,8 @@ MAX_ARIMA_SEASON = STATISTICAL["arima"]["season"]
 # initial states: it reads the whole history)
 HISTORY = {"theta": 1000, "dot": 1000, "arima": 1000}
 # AutoARIMA's order search grows with the series: fitted on the last this many values of the
-# training part (an 8,000-point daily series: 106 s on all 5,600 training values, 6 s on the
-# last 1,000; bench/README.md shows the accuracy on the real series' validation parts)
+# training part (the time it saves: bench/README.md, "Figures the code's choices rest on"; the
+# accuracy on the real series' validation parts beside it)
 FIT_HISTORY = {"arima": 1000}
 MIN_ORIGINS = 200   # a series' origins are split among processes in parts of at least this many
 

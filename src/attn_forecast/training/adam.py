@@ -1,8 +1,8 @@
 """Adam and AdamW as torch computes them on a CPU, without torch's compiler package.
 
 Every ``torch.optim`` optimizer's ``step`` (and its ``add_param_group``, ``zero_grad``) first
-imports ``torch._dynamo``, whose import is about 1 s of every training process's start on 2
-cores (bench/README.md): a third of a small experiment's train stage, and part of what each
+imports ``torch._dynamo``, whose import is a large share of every training process's start
+(bench/README.md): of a small experiment's train stage, and of what each
 search trial pays around its work. This optimizer is a ``torch.optim.Optimizer`` (torch's
 learning-rate schedulers drive it as they drive torch's), whose update is torch's
 single-tensor Adam, the path torch takes for tensors on a CPU, op for op: the same weights to

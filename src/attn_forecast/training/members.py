@@ -9,9 +9,8 @@ trains a different ensemble: every member takes the first member's batch order a
 noise, and one early stop (the best epoch, patience) is taken for all of them on the sum of
 their validation losses, losses of different scales when the members' losses differ
 (sMAPE's percent against MASE's ratio). It has never been measured on a GPU; on a CPU it is no
-faster: bench/members.py, M3 monthly's model, 2 threads: 1.26x for 3 members, 0.95x for 9; 1
-thread: 1.00x and 0.69x (torch.func.vmap's batched matmuls and the explicit attention path it
-needs against the loop)."""
+faster (torch.func.vmap's batched matmuls and the explicit attention path it needs against the
+loop: bench/members.py, its figures in bench/README.md)."""
 from __future__ import annotations
 
 import copy
