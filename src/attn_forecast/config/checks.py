@@ -3,6 +3,7 @@ of the data are checked where the data is known (pipeline/forecasting.py: check_
 from __future__ import annotations
 
 from ..errors import ParamsError
+from ..model.kinds import REGISTRY, with_tokens
 from .schema import Params
 
 
@@ -12,7 +13,8 @@ def check(p: Params) -> None:
     if pp.test_frac + pp.val_frac + pp.cal_frac >= 1:
         raise ParamsError("params.yaml: prepare.test_frac + prepare.val_frac + prepare.cal_frac "
                           f"must be < 1, got {pp.test_frac} + {pp.val_frac} + {pp.cal_frac}")
-    if m.kind == "attention" and m.d_model % m.n_heads:
+    tokens = REGISTRY[m.kind].tokens          # heads, positions and patches apply
+    if tokens and m.d_model % m.n_heads:
         raise ParamsError(f"params.yaml: model.d_model ({m.d_model}) must be divisible by "
                           f"model.n_heads ({m.n_heads})")
     if p.train.patience and pp.val_frac == 0:
@@ -70,17 +72,17 @@ def check(p: Params) -> None:
         raise ParamsError(
             f"params.yaml: prepare.feature_transforms must be [] or hold one transform per "
             f"data.csv_feature_columns entry ({len(feats)}), got {len(tf)}: {tf}")
-    if feats and m.kind == "attention" and m.patch_len > 1:
+    if feats and tokens and m.patch_len > 1:
         raise ParamsError("params.yaml: data.csv_feature_columns works with one token per step "
                           f"(model.patch_len 0 or 1), got model.patch_len {m.patch_len}")
     if d.kind == "csv" and not d.csv_path:
         raise ParamsError("params.yaml: data.csv_path must name a CSV file when data.kind is csv")
-    if m.positional == "sinusoidal" and m.kind == "attention" and m.d_model % 2:
+    if m.positional == "sinusoidal" and tokens and m.d_model % 2:
         raise ParamsError("params.yaml: model.d_model must be even with sinusoidal positions, "
                           f"got {m.d_model}")
-    if m.patch_len and m.kind != "attention":
-        raise ParamsError("params.yaml: model.patch_len needs model.kind attention, got "
-                          f"{m.kind!r}; set model.patch_len 0")
+    if m.patch_len and not tokens:
+        raise ParamsError(f"params.yaml: model.patch_len needs model.kind "
+                          f"{' or '.join(with_tokens())}, got {m.kind!r}; set model.patch_len 0")
     if m.patch_stride and not m.patch_len:
         raise ParamsError("params.yaml: model.patch_stride needs model.patch_len > 0")
     if m.patch_len and m.patch_stride > m.patch_len:

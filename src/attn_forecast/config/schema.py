@@ -17,7 +17,8 @@ from pydantic_core import PydanticCustomError
 
 from ..engine import ENGINES, LOCAL
 from ..forecasters.names import FEW_WINDOWS, FUTURE_MEMBERS, NAMES, WQL_LEVELS
-from ..model.settings import KINDS, ModelSettings
+from ..model.kinds import KINDS
+from ..model.settings import ModelSettings
 from ..training.settings import TrainSettings
 
 ARCH = ModelSettings()   # the model's own defaults (the attention model's architecture)

@@ -1,2 +1,3 @@
-"""The model: scaled dot-product attention, the attention forecaster and the LSTM (settings as
-plain data), the instance norms, the checkpoint, the weights it attends with, and export."""
+"""The model: scaled dot-product attention, each network kind's facts (kinds) and its network
+(the attention forecaster, the LSTM, the MLP), settings as plain data, the instance norms, the
+checkpoint, the weights it attends with, and export."""

@@ -39,6 +39,7 @@ import torch
 from torch import nn
 
 from .attention import SelfAttention
+from .kinds import LSTM, MLP, Attention, Kind
 from .norms import InstanceNorm
 from .settings import ModelSettings
 
@@ -54,18 +55,6 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
     return pe.float()
 
 
-def _states(s: ModelSettings) -> int:
-    """How many (d_model) states a network hands its head: a token's, a step's, or one."""
-    return {"attention": s.n_tokens, "lstm": s.window}.get(s.kind, 1)
-
-
-def _head(s: ModelSettings) -> nn.Sequential:
-    pooled = s.d_model * _states(s) if s.pooling == "flatten" else s.d_model
-    width = pooled + s.horizon * s.n_time_features  # + the target times' calendar
-    return nn.Sequential(nn.Linear(width, s.ffn_dim), nn.ReLU(),
-                         nn.Linear(s.ffn_dim, s.horizon * s.n_outputs))
-
-
 def non_crossing(raw: torch.Tensor, mid: int) -> torch.Tensor:
     """(..., Q) raw head outputs -> increasing quantiles: the median is ``raw[..., mid]``; each
     level above adds a positive step (softplus) to the one below it, each level below takes
@@ -76,46 +65,69 @@ def non_crossing(raw: torch.Tensor, mid: int) -> torch.Tensor:
     return torch.cat([down.flip(-1), raw[..., mid:mid + 1], up], dim=-1)
 
 
-def _outputs(s: ModelSettings, y: torch.Tensor, quantiles: bool) -> torch.Tensor:
-    """The head's (B, H * Q) as quantiles (B, H, Q), or the point forecast (B, H)."""
-    if not s.quantiles:
-        return y.unsqueeze(-1) if quantiles else y
-    q = non_crossing(y.view(y.shape[0], s.horizon, len(s.quantiles)),
-                     list(s.quantiles).index(0.5))
-    return q if quantiles else q[..., list(s.quantiles).index(0.5)]
+class Network(nn.Module):
+    """What every network shares: its settings, then after its own parts (in its creation
+    order, so a seed gives the same weights) the head, the instance norm and the highway; a
+    window in through the norm, its states pooled, the head beside the target times'
+    calendar, the highway added, the norm undone. A network names its :attr:`kind`
+    (model/kinds.py: how many states it hands the head, its size, its rules)."""
+    kind: type[Kind] = Kind
 
+    def __init__(self, s: ModelSettings) -> None:
+        super().__init__()
+        self.settings = s
 
-def _with_future(pooled: torch.Tensor, cal: tuple | None, s: ModelSettings) -> torch.Tensor:
-    """The pooled (B, d) vector beside the target times' calendar features (B, H * C). The
-    past covariates' columns of the target times (after the calendar's) are never read: they
-    are not known when the forecast is made."""
-    if cal is None or not s.n_time_features:
-        return pooled
-    return torch.cat([pooled, cal[1][..., :s.n_time_features].flatten(1)], dim=1)
+    def shared_parts(self) -> None:
+        """The head (its width: the pooled states beside the target times' calendar), the
+        instance norm and the highway, created after the network's own parts."""
+        s = self.settings
+        pooled = s.d_model * self.kind.states(s) if s.pooling == "flatten" else s.d_model
+        width = pooled + s.horizon * s.n_time_features  # + the target times' calendar
+        self.head = nn.Sequential(nn.Linear(width, s.ffn_dim), nn.ReLU(),
+                                  nn.Linear(s.ffn_dim, s.horizon * s.n_outputs))
+        self.inorm = InstanceNorm(s.instance_norm, s.revin_affine, season=s.season,
+                                  horizon=s.horizon) if s.instance_norm != "none" else None
+        self.highway = nn.Linear(s.window, s.horizon) if s.highway else None
 
+    def normalized(self, x: torch.Tensor, seen: torch.Tensor | None) -> tuple:
+        """The window after the instance norm (and its statistics, or None); padding is 0."""
+        if self.inorm is not None:
+            return self.inorm.normalize(x, seen)
+        return (x if seen is None else x * seen), None
 
-def _normalized(m: nn.Module, x: torch.Tensor, seen: torch.Tensor | None) -> tuple:
-    """The window after the instance norm (and its statistics, or None); padding is 0."""
-    if m.inorm is not None:
-        return m.inorm.normalize(x, seen)
-    return (x if seen is None else x * seen), None
+    def outputs(self, y: torch.Tensor, quantiles: bool) -> torch.Tensor:
+        """The head's (B, H * Q) as quantiles (B, H, Q), or the point forecast (B, H)."""
+        s = self.settings
+        if not s.quantiles:
+            return y.unsqueeze(-1) if quantiles else y
+        q = non_crossing(y.view(y.shape[0], s.horizon, len(s.quantiles)),
+                         list(s.quantiles).index(0.5))
+        return q if quantiles else q[..., list(s.quantiles).index(0.5)]
 
+    def with_future(self, pooled: torch.Tensor, cal: tuple | None) -> torch.Tensor:
+        """The pooled (B, d) vector beside the target times' calendar features (B, H * C). The
+        past covariates' columns of the target times (after the calendar's) are never read:
+        they are not known when the forecast is made."""
+        n = self.settings.n_time_features
+        if cal is None or not n:
+            return pooled
+        return torch.cat([pooled, cal[1][..., :n].flatten(1)], dim=1)
 
-def _finish(m: nn.Module, h: torch.Tensor, keep: torch.Tensor | None, x: torch.Tensor,
-            cal: tuple | None, stats, quantiles: bool) -> torch.Tensor:
-    """What both forecasters do with their (B, T, d) states: pool them (the last, each in its
-    place: flatten, or their mean; padding, ``keep`` False, left out), then the head beside
-    the target times' calendar, the highway's forecast from the window, the norm undone."""
-    how = m.settings.pooling
-    h = h if keep is None or how == "last" else h * keep[..., None]
-    pooled = h[:, -1] if how == "last" else h.flatten(1) if how == "flatten" else \
-        h.mean(dim=1) if keep is None else h.sum(dim=1) / keep.sum(dim=1, keepdim=True)
-    y = _outputs(m.settings, m.head(_with_future(pooled, cal, m.settings)), quantiles)
-    if m.highway is not None:
-        y = y + (m.highway(x).unsqueeze(-1) if y.dim() == 3 else m.highway(x))
-    if stats is not None:
-        y = m.inorm.denormalize(y, stats)
-    return y
+    def finish(self, h: torch.Tensor, keep: torch.Tensor | None, x: torch.Tensor,
+               cal: tuple | None, stats, quantiles: bool) -> torch.Tensor:
+        """The network's (B, T, d) states pooled (the last, each in its place: flatten, or
+        their mean; padding, ``keep`` False, left out), then the head beside the target times'
+        calendar, the highway's forecast from the window, the norm undone."""
+        how = self.settings.pooling
+        h = h if keep is None or how == "last" else h * keep[..., None]
+        pooled = h[:, -1] if how == "last" else h.flatten(1) if how == "flatten" else \
+            h.mean(dim=1) if keep is None else h.sum(dim=1) / keep.sum(dim=1, keepdim=True)
+        y = self.outputs(self.head(self.with_future(pooled, cal)), quantiles)
+        if self.highway is not None:
+            y = y + (self.highway(x).unsqueeze(-1) if y.dim() == 3 else self.highway(x))
+        if stats is not None:
+            y = self.inorm.denormalize(y, stats)
+        return y
 
 
 class Block(nn.Module):
@@ -139,10 +151,11 @@ class Block(nn.Module):
         return x + self.drop(self.ffn(self.norm2(x))), w
 
 
-class AttentionForecaster(nn.Module):
+class AttentionForecaster(Network):
+    kind = Attention
+
     def __init__(self, s: ModelSettings) -> None:
-        super().__init__()
-        self.settings = s
+        super().__init__(s)
         p, _ = s.patch
         T = s.n_tokens
         # creation order = the source's, so a seed gives the source's initial weights
@@ -155,10 +168,7 @@ class AttentionForecaster(nn.Module):
             self.register_buffer("pos", pe, persistent=False)
         self.blocks = nn.ModuleList(Block(s) for _ in range(s.n_layers))
         self.norm = nn.LayerNorm(s.d_model) if s.residual else nn.Identity()
-        self.head = _head(s)
-        self.inorm = InstanceNorm(s.instance_norm, s.revin_affine, season=s.season,
-                                  horizon=s.horizon) if s.instance_norm != "none" else None
-        self.highway = nn.Linear(s.window, s.horizon) if s.highway else None
+        self.shared_parts()
 
     def tokens(self, x: torch.Tensor, cal: tuple | None) -> torch.Tensor:
         """(B, W) values [+ (B, W, C) calendar] -> (B, T, P + C) token inputs."""
@@ -178,7 +188,7 @@ class AttentionForecaster(nn.Module):
         ``quantiles``: return the quantiles (B, H, Q) instead (Q = 1 for a point model).
         ``seen`` (B, W) bool: the input steps that hold values; the others are padding, never
         attended to nor pooled (a token of several steps counts if one of them is seen)."""
-        x, stats = _normalized(self, x, seen)
+        x, stats = self.normalized(x, seen)
         keep = None
         if seen is not None:
             p, stride = self.settings.patch
@@ -188,60 +198,54 @@ class AttentionForecaster(nn.Module):
         for block in self.blocks:
             h, w = block(h, need_weights, keep)
             weights.append(w)
-        return _finish(self, self.norm(h), keep, x, cal, stats, quantiles), \
+        return self.finish(self.norm(h), keep, x, cal, stats, quantiles), \
             (weights if need_weights else None)
 
 
-class LSTMForecaster(nn.Module):
+class LSTMForecaster(Network):
     """The lecture's RNN comparison: LSTM(hidden d_model, n_layers) -> last state -> head."""
+    kind = LSTM
 
     def __init__(self, s: ModelSettings) -> None:
-        super().__init__()
-        self.settings = s
+        super().__init__(s)
         self.lstm = nn.LSTM(1 + s.n_time_features + s.n_features, s.d_model, num_layers=s.n_layers,
                             batch_first=True, dropout=s.dropout if s.n_layers > 1 else 0.0)
-        self.head = _head(s)
-        self.inorm = InstanceNorm(s.instance_norm, s.revin_affine, season=s.season,
-                                  horizon=s.horizon) if s.instance_norm != "none" else None
-        self.highway = nn.Linear(s.window, s.horizon) if s.highway else None
+        self.shared_parts()
 
     def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None,
                 quantiles: bool = False, seen: torch.Tensor | None = None):
-        x, stats = _normalized(self, x, seen)
+        x, stats = self.normalized(x, seen)
         inp = x.unsqueeze(-1) if cal is None else torch.cat([x.unsqueeze(-1), cal[0]], dim=-1)
         out, _ = self.lstm(inp)  # (B, W, d)
-        return _finish(self, out, None, x, cal, stats, quantiles), None
+        return self.finish(out, None, x, cal, stats, quantiles), None
 
 
-class MLPForecaster(nn.Module):
+class MLPForecaster(Network):
     """The ablation without attention or recurrence: the window's values (with each step's
     calendar and covariates) flattened -> n_layers x [Linear(d_model), ReLU] -> the head.
     Every input step has its own weights, so it reaches any lag in the window, but it shares
     nothing across positions."""
+    kind = MLP
 
     def __init__(self, s: ModelSettings) -> None:
-        super().__init__()
-        self.settings = s
+        super().__init__(s)
         width, layers = s.window * (1 + s.n_time_features + s.n_features), []
         for i in range(s.n_layers):
             layers += [nn.Linear(width if i == 0 else s.d_model, s.d_model), nn.ReLU()]
             layers += [nn.Dropout(s.dropout)] if s.dropout else []
         self.body = nn.Sequential(*layers)
-        self.head = _head(s)
-        self.inorm = InstanceNorm(s.instance_norm, s.revin_affine, season=s.season,
-                                  horizon=s.horizon) if s.instance_norm != "none" else None
-        self.highway = nn.Linear(s.window, s.horizon) if s.highway else None
+        self.shared_parts()
 
     def forward(self, x: torch.Tensor, need_weights: bool = False, cal: tuple | None = None,
                 quantiles: bool = False, seen: torch.Tensor | None = None):
-        x, stats = _normalized(self, x, seen)
+        x, stats = self.normalized(x, seen)
         inp = x if cal is None else torch.cat([x.unsqueeze(-1), cal[0]], dim=-1).flatten(1)
         h = self.body(inp).unsqueeze(1)   # (B, 1, d): one state
-        return _finish(self, h, None, x, cal, stats, quantiles), None
+        return self.finish(h, None, x, cal, stats, quantiles), None
 
 
-# each model.kind's network (model/settings.py: KINDS)
-NETWORKS = {"attention": AttentionForecaster, "lstm": LSTMForecaster, "mlp": MLPForecaster}
+# each model.kind's network (model/kinds.py: REGISTRY), by its kind's name
+NETWORKS = {n.kind.name: n for n in (AttentionForecaster, LSTMForecaster, MLPForecaster)}
 COMBINES = ("mean", "median")
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 
-KINDS = ("attention", "lstm", "mlp")   # the networks (model/networks.py: NETWORKS)
-
 
 @dataclass(frozen=True)
 class ModelSettings:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..cpu import cores
+from ..model.kinds import kind_of
 
 if TYPE_CHECKING:
     from ..model.settings import ModelSettings
@@ -21,17 +22,7 @@ MAX_AUTO_THREADS = 8
 
 def step_flops(s: "ModelSettings", batch: int) -> float:
     """Approximate forward + backward FLOPs of one optimizer step on ``batch`` windows."""
-    W, d, f = s.window, s.d_model, s.ffn_dim
-    if s.kind == "lstm":
-        per_window = s.n_layers * W * 8 * d * (d + 1) + 2 * d * f
-    elif s.kind == "mlp":
-        per_window = W * d + (s.n_layers - 1) * d * d + d * f
-    else:
-        proj = 3 * d * d + (d * d if s.n_heads > 1 else 0)   # W_Q, W_K, W_V (+ out)
-        mix = 2 * W * d                                      # scores and weighted sum
-        ffn = 2 * d * f if s.residual else 0
-        per_window = s.n_layers * W * (proj + mix + ffn) + W * d + d * f
-    return 3 * 2 * batch * per_window  # multiply-adds x 2, forward + backward x 3
+    return 3 * 2 * batch * kind_of(s).flops(s)  # multiply-adds x 2, forward + backward x 3
 
 
 def choose_threads(setting: str | int, flops_per_step: float, n_cores: int | None = None
@@ -52,17 +43,8 @@ def set_threads(n: int) -> None:
 
 def activation_bytes(s: "ModelSettings", batch: int) -> float:
     """Rough peak memory of one training step's activations (float32, what the forward pass
-    keeps for the backward one), for a warning before a full batch that will not fit.
-    Fitted to measured peaks within about 30 % (window 10-96, d_model 32-64, 1-4 heads)."""
-    W, d = s.window, s.d_model
-    if s.kind == "lstm":
-        per_window = s.n_layers * W * d * 16
-    elif s.kind == "mlp":
-        per_window = W + 2 * s.n_layers * d
-    else:
-        per_layer = 5 * W * d + s.n_heads * W * W + (2 * W * s.ffn_dim if s.residual else 0)
-        per_window = s.n_layers * per_layer + 2 * W * d
-    return 4.0 * batch * per_window
+    keeps for the backward one), for a warning before a full batch that will not fit."""
+    return 4.0 * batch * kind_of(s).activations(s)
 
 
 def full_batch_warning(s: "ModelSettings", n_windows: int, batch: int,

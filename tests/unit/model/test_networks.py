@@ -14,7 +14,8 @@ from attn_forecast.model import checkpoint
 from attn_forecast.errors import UserInputError
 from attn_forecast.model.networks import (NETWORKS, AttentionForecaster, Ensemble, build_model,
                                           n_parameters, non_crossing, sinusoidal_positions)
-from attn_forecast.model.settings import KINDS, ModelSettings
+from attn_forecast.model.kinds import KINDS
+from attn_forecast.model.settings import ModelSettings
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
