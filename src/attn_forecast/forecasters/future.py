@@ -1,15 +1,39 @@
 """The future of one whole series by a baseline refitted on all of it (the forecast command's
-blend members): the same methods as the pipeline's baselines, fitted on every value known
-now instead of a training part, with the same intervals (simple.py's formulas, StatsForecast's
-own)."""
+and the service's blend members): the pipeline's own forecasters, fitted on every value known
+now instead of a training part, with the same intervals (simple.py's classes on the series as
+one whole history; StatsForecast's through statistical.py, as ``Stat`` runs it)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .names import FUTURE_MEMBERS, STAT_FORECASTERS
-from .protocol import central_intervals, gaussian
-from .simple import _sd, seasonal_indices
+from .protocol import central_intervals
+from .simple import Mean, Naive, Naive2, SeasonalNaive
 from .statistical import FitFailed, forecast_one
+
+SIMPLE = {"naive": lambda season: Naive(), "mean": lambda season: Mean(),
+          "seasonal_naive": SeasonalNaive, "naive2": Naive2}
+
+
+class WholeHistory:
+    """One series whose every value is known, as the simple forecasters read a store: its
+    training part is the whole history, and the one forecast's origin is its end."""
+    n_series = 1
+
+    def __init__(self, y: np.ndarray, steps: int) -> None:
+        self.levels, self.horizon = y, steps
+        self.offsets = np.array([0, len(y)])
+        self.cuts = type("Cuts", (), {"train_start": np.array([0])})
+        self.ends = np.array([len(y)])
+
+    def train_levels(self, i: int) -> np.ndarray:
+        return self.levels
+
+    def last(self, ends: np.ndarray) -> np.ndarray:
+        return self.levels[ends - 1]
+
+    def series_of(self, ends: np.ndarray) -> np.ndarray:
+        return np.zeros(len(ends), dtype=np.int64)
 
 
 def future(name: str, season: int, y: np.ndarray, steps: int, taus: tuple = ()
@@ -18,7 +42,6 @@ def future(name: str, season: int, y: np.ndarray, steps: int, taus: tuple = ()
     ``taus`` their quantiles (steps, Q); raises
     :class:`~attn_forecast.forecasters.statistical.FitFailed` where it cannot run."""
     y = np.asarray(y, dtype=np.float64)
-    k = np.arange(1, steps + 1)
     if name in STAT_FORECASTERS:
         pairs = central_intervals(taus)
         out, bands = forecast_one(name, season, y, len(y), np.array([len(y)]), steps,
@@ -29,26 +52,13 @@ def future(name: str, season: int, y: np.ndarray, steps: int, taus: tuple = ()
         for lo, hi, pct in pairs:
             q[:, lo], q[:, hi] = bands[pct][0][0], bands[pct][1][0]
         return out[0], np.sort(q, axis=1)
-    if name == "naive":
-        point, sd = np.full(steps, y[-1]), _sd(y) * np.sqrt(k)
-    elif name == "mean":
-        point = np.full(steps, y.mean())
-        sd = np.full(steps, _sd(y, 0) * np.sqrt(1 + 1 / len(y)))
-    elif name == "seasonal_naive":
-        if season < 2 or len(y) < season:
-            raise FitFailed(f"no season of {season} steps in {len(y)} values")
-        seasons = np.ceil(k / season).astype(np.int64)
-        point = y[len(y) - 1 + k - season * seasons]
-        sd = _sd(y, season) * np.sqrt(seasons)
-    elif name == "naive2":
-        si = seasonal_indices(y, season)
-        t = len(y) - 1
-        if si is None:      # no season: naive's
-            point, sd = np.full(steps, y[-1]), _sd(y) * np.sqrt(k)
-        else:               # naive's on the seasonally adjusted series, the season put back
-            point = y[-1] / si[t % season] * si[(t + k) % season]
-            sd = _sd(y / si[np.arange(len(y)) % season]) * np.sqrt(k) * si[(t + k) % season]
-    else:
+    if name not in SIMPLE:
         raise ValueError(f"no future forecast for {name!r}: one of "
                          f"{', '.join(FUTURE_MEMBERS)}")
-    return point, (gaussian(point[None], sd[None], taus)[0] if taus else None)
+    if name == "seasonal_naive" and (season < 2 or len(y) < season):
+        raise FitFailed(f"no season of {season} steps in {len(y)} values")
+    whole = WholeHistory(y, steps)
+    forecaster = SIMPLE[name](season)
+    forecaster.fit(whole)
+    fc = forecaster.forecast(whole, whole.ends, taus)
+    return fc.point[0], (fc.quantiles[0] if taus else None)
