@@ -15,10 +15,9 @@ import pytest
 import yaml
 
 from attn_forecast.config.load import load_params, load_with_choices
-from conftest import ROOT, dvc_spec, with_overrides
+from conftest import ROOT, dvc_spec, pipeline_stages, with_overrides
 
-STAGES = ["generate", "prepare", "baselines", "train", "evaluate", "backtest_train",
-          "backtest_evaluate", "render"]
+STAGES = pipeline_stages()
 
 
 class Section:
