@@ -33,8 +33,15 @@ class ParamsError(UserInputError):
 ROLES = ("path", "column", "time_column", "time_format", "sep", "decimal", "thousands",
          "missing", "features", "id_column", "time_gaps", "window", "horizon", "transform",
          "folds", "fold_size", "gap", "lr", "grad_clip", "quantiles", "lookbacks", "season",
-         "engine_address")
+         "engine_address", "test_frac", "val_frac", "cal_frac")
 _ROLE = re.compile(r"<(" + "|".join(ROLES) + r")>")
+
+
+def named(text: str, names: dict[str, str]) -> str:
+    """``text`` with each role it names (``<window>``) given its name in ``names`` (a role
+    without one reads as itself): what a library's message or recorded reason says, worded
+    the caller's way."""
+    return _ROLE.sub(lambda m: names.get(m.group(1), m.group(1)), text)
 
 
 class SettingError(UserInputError):
@@ -47,7 +54,7 @@ class SettingError(UserInputError):
 
     def named(self, names: dict[str, str]) -> SettingError:
         """The same error, its roles given the names in ``names``."""
-        text = _ROLE.sub(lambda m: names.get(m.group(1), m.group(1)), self.template)
+        text = named(self.template, names)
         out = Exception.__new__(type(self))
         out.__dict__.update(self.__dict__)
         out.args, out.template = (text,), text

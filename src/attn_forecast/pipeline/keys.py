@@ -12,5 +12,6 @@ PARAMS_KEYS = {
     "fold_size": "backtest.fold_size", "gap": "backtest.gap", "lr": "train.lr",
     "grad_clip": "train.grad_clip", "quantiles": "model.quantiles",
     "lookbacks": "model.lookbacks", "season": "evaluate.season",
-    "engine_address": "evaluate.engine_address",
+    "engine_address": "evaluate.engine_address", "test_frac": "prepare.test_frac",
+    "val_frac": "prepare.val_frac", "cal_frac": "prepare.cal_frac",
 }

@@ -14,14 +14,15 @@ from ..config.load import load_with_choices
 from ..config.schema import Params
 from ..data import seasons, splits, transforms
 from ..data.build import build
-from ..data.frequency import Step, horizon_for, step_of
+from ..data.horizon import FoldPlan, Shares, auto_horizon
 from ..data.long_table import Raw, read_long
 from ..data.store import Store
 from ..data.store_io import save
-from ..errors import ParamsError, SettingError
+from ..errors import ParamsError, named
 from .folds import backtest_folds, fold_parts
 from .forecasting import check_data, check_norm
 from .generate import source_record
+from .keys import PARAMS_KEYS
 
 
 def fracs(p: Params) -> dict:
@@ -29,12 +30,9 @@ def fracs(p: Params) -> dict:
             "blend": bool(p.evaluate.blend)}   # the validation part's second half: the blend's
 
 
-
-
-
 def horizon_of(p: Params, raw: Raw) -> int | None:
     """``prepare.horizon``: a number, or auto: the competition's horizon of its series, or
-    None (a real series': its frequency's, chosen by :func:`frequency_horizon`)."""
+    None (a real series': its frequency's, chosen by :func:`auto_horizon_of`)."""
     h = p.prepare.horizon
     if raw.horizons is None:
         return int(h) if h != "auto" else None
@@ -46,101 +44,22 @@ def horizon_of(p: Params, raw: Raw) -> int | None:
     return found
 
 
-def frequency_horizon(p: Params, raw: Raw, season: int, window: int) -> dict:
-    """An auto horizon of real data: its frequency's (M4's and GIFT-Eval's,
-    frequency.horizon_for, read off the longest series' times), shortened where a series
-    that holds a window in every part at horizon 1 would hold none in one of them, and
-    where a backtest fold would hold none in one of its parts; the horizon and its reason,
-    as prepare records what auto chose."""
-    got = part_horizon(p, raw, season, window)
-    if not p.backtest.folds:
-        return got
-    return fold_horizon(p, raw, window, got)
-
-
-def fold_horizon(p: Params, raw: Raw, window: int, got: dict) -> dict:
-    """``got`` (part_horizon's) shortened until every backtest fold holds a window in each
-    part the backtest trains and scores on (its parts are as long as the whole series'
-    shares, so one can be a step shorter than the series' own: evaluation.backtest.folds)."""
+def cutting(p: Params) -> tuple[Shares, FoldPlan | None]:
+    """How params cut each series, and the backtest's folds (None without a backtest)."""
     pp, b = p.prepare, p.backtest
-    fr, off = fracs(p), transforms.offset(pp.transform)
-    blend = fr["blend"] and pp.val_frac > 0
-    n = np.diff(raw.offsets)
-    cuts = splits.cut(n, pp.test_frac, pp.val_frac, pp.cal_frac, blend=blend)
-    parts = ("test",) + tuple(q for q in ("val", "cal") if fr[q] > 0) \
-        + (("blend",) if blend else ())
-    kept = np.flatnonzero(splits.usable(cuts, window, 1, off, parts, pp.min_context))
-    if not len(kept):
-        return got
-    wanted = fold_parts(p)
-
-    def short(h):
-        try:
-            fc = splits.fold_cuts(cuts.take(kept), n[kept], b.folds, fold_size=b.fold_size,
-                           train_size=b.train_size, gap=b.gap, val_frac=pp.val_frac,
-                           cal_frac=pp.cal_frac, horizon=h)
-        except SettingError:          # the folds cannot hold h targets: as short
-            return 0, "test"
-        found = splits.fold_short(fc, window, h, off, wanted)
-        return found and (found[0], next(q for q in wanted if found[1][q] < 1))
-    h = got["horizon"]
-    while h > 1 and short(h):
-        h -= 1
-    if h == got["horizon"]:
-        return got
-    j, part = short(h + 1)
-    fold = f"backtest fold {j} of {b.folds}" if j else f"each of the {b.folds} backtest folds"
-    return {"horizon": h, "frequency": got.get("frequency", got["horizon"]), "reason": (
-        f"{got['reason']}; at {h + 1} steps {fold} holds no window of its "
-        f"{PART_NAMES[part]}; fewer backtest.folds or a set prepare.horizon allow a longer "
-        "one")}
+    shares = Shares(test=pp.test_frac, val=pp.val_frac, cal=pp.cal_frac,
+                    blend=bool(p.evaluate.blend), off=transforms.offset(pp.transform),
+                    min_context=pp.min_context)
+    folds = FoldPlan(b.folds, fold_size=b.fold_size, train_size=b.train_size, gap=b.gap,
+                     wanted=fold_parts(p)) if b.folds else None
+    return shares, folds
 
 
-def part_horizon(p: Params, raw: Raw, season: int, window: int) -> dict:
-    """The frequency's horizon shortened where the series' own parts (and the backtest
-    folds' test targets) cannot hold it (frequency_horizon)."""
-    longest = int(np.argmax(np.diff(raw.offsets)))
-    t = raw.t[raw.offsets[longest]:raw.offsets[longest + 1]]
-    step = step_of(t) if len(t) > 1 else Step("numbers", 1.0, "1")
-    most, why = horizon_for(step, season)
-    pp = p.prepare
-    fr = fracs(p)
-    cuts = splits.cut(np.diff(raw.offsets), pp.test_frac, pp.val_frac, pp.cal_frac,
-                      blend=fr["blend"] and pp.val_frac > 0)
-    parts = ("test",) + tuple(q for q in ("val", "cal") if fr[q] > 0) \
-        + (("blend",) if fr["blend"] and pp.val_frac > 0 else ())
-    b = p.backtest                 # a backtest fold must hold a window of its own
-    kept = splits.usable(cuts, window, 1, transforms.offset(pp.transform), parts,
-                         pp.min_context)          # the series prepare keeps
-    tests = (cuts.test_end - cuts.test_start)[kept]
-    # no series kept: the frequency's, so that prepare's own check names what it needs
-    fold = (b.fold_size or int(np.min(tests // b.folds))) if b.folds and kept.any() else most
-    h, lost = splits.longest_horizon(cuts, window, min(most, max(fold, 1)),
-                                     transforms.offset(pp.transform), parts, pp.min_context)
-    if lost is None and h == most:
-        return {"horizon": h, "reason": why}
-    if lost is None:
-        return {"horizon": h, "frequency": most, "reason": (
-            f"{why}, shortened: each of the {b.folds} backtest folds holds {fold} test "
-            "targets; fewer backtest.folds or a set prepare.horizon allow a longer one")}
-    i, part = lost
-    if i is None:
-        return {"horizon": h, "frequency": most, "reason": (
-            f"{why}, shortened: at {h + 1} steps no series holds a window of its training "
-            "part; more values, smaller prepare fractions or a set prepare.horizon allow a "
-            "longer one")}
-    n = int(raw.offsets[i + 1] - raw.offsets[i])
-    name = f"series '{raw.ids[i]}' ({n} values) holds" if len(raw.ids) > 1 else \
-        f"the {n} values hold"
-    return {"horizon": h, "reason": (
-        f"{why}, shortened: at {h + 1} steps {name} no window of its "
-        f"{PART_NAMES[part]}; more values, a larger "
-        f"prepare.{part if part != 'blend' else 'val'}_frac or a set prepare.horizon allow a "
-        "longer one"), "frequency": most}
-
-
-PART_NAMES = {"train": "training part", "test": "test part", "val": "validation part",
-              "cal": "calibration part", "blend": "blend part (the validation part's second half)"}
+def auto_horizon_of(p: Params, raw: Raw, season: int, window: int) -> dict:
+    """``prepare.horizon: auto`` on real data (data/horizon.py's rule, the backtest's folds
+    as params set them), its reason worded with params keys."""
+    got = auto_horizon(raw, season, window, *cutting(p))
+    return {**got, "reason": named(got["reason"], PARAMS_KEYS)}
 
 
 def fit_norm(p: Params, season: int, window: int, profile: dict, auto_keys) -> dict:
@@ -177,7 +96,7 @@ def prepare(p: Params, raw: Raw, profile: dict, auto_keys=frozenset()) -> Store:
     check_patches(window, m.patch_len, m.patch_stride)
     season = auto["season"]["season"] if p.evaluate.season == "auto" else p.evaluate.season
     if horizon is None:           # auto on real data: the frequency's, where the parts hold it
-        auto["horizon"] = frequency_horizon(p, raw, int(season or 0), window)
+        auto["horizon"] = auto_horizon_of(p, raw, int(season or 0), window)
         horizon = auto["horizon"]["horizon"]
     if raw.periods is None:       # MASE's and MSIS's scale: the in-sample seasonal naive error
         raw = dataclasses.replace(raw, periods=np.full(len(raw.ids), max(int(season or 0), 1),

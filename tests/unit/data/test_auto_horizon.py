@@ -1,7 +1,7 @@
 """Unit tests for the auto horizon of real data: the frequency's horizon (M4's and GIFT-Eval's,
 data.frequency.horizon_for), the longest horizon every part still holds a window at
 (data.splits.longest_horizon), and what prepare records and builds with them
-(pipeline.prepare.frequency_horizon and prepare)."""
+(data/horizon.py's rule, as pipeline.prepare.auto_horizon_of words it, and prepare)."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +14,7 @@ from attn_forecast.data.frequency import (DAY, DURATION_HORIZONS, MONTH_HORIZONS
                                           Step, horizon_for, step_of)
 from attn_forecast.data.long_table import Raw, raw_of
 from attn_forecast.pipeline.generate import chunks
-from attn_forecast.pipeline.prepare import frequency_horizon, prepare
+from attn_forecast.pipeline.prepare import auto_horizon_of, prepare
 
 PARTS = ("test", "val", "cal")
 
@@ -203,7 +203,7 @@ def test_two_years_of_daily_values_get_the_daily_horizon_of_14():
     n = 731
     raw = _raw([_times("2020-01-01", n, "D")], [_weekly_season(n)])
     p, prof = _params()
-    got = frequency_horizon(p, raw, 7, 16)
+    got = auto_horizon_of(p, raw, 7, 16)
     assert got == {"horizon": 14, "reason": "daily: M4's, 14"}
     store = prepare(p, raw, prof)
     assert store.horizon == 14
@@ -219,12 +219,15 @@ def test_a_monthly_series_of_144_values_gets_a_horizon_its_validation_part_holds
     part asked for, before the blend's, also 7) holds no window."""
     raw = _raw([_months("1949-01", 144)], [_airline_like()])
     p, prof = _params()
-    got = frequency_horizon(p, raw, 12, 24)
+    got = auto_horizon_of(p, raw, 12, 24)
     assert got["horizon"] == 7
     why = got["reason"]
     assert why.startswith("monthly: M4's, 18") and "shortened" in why
     assert "at 8" in why and "the 144 values" in why
-    assert "validation part" in why and "prepare.val_frac" in why
+    assert "validation part" in why and "prepare.val_frac" in why and "<" not in why
+    from attn_forecast.data.horizon import auto_horizon   # the rule names roles, not keys
+    from attn_forecast.pipeline.prepare import cutting
+    assert "<val_frac>" in auto_horizon(raw, 12, 24, *cutting(p))["reason"]
     store = prepare(p, raw, prof)
     assert store.horizon == 7
     assert store.auto["horizon"] == got
@@ -238,7 +241,7 @@ def test_the_short_series_of_two_is_named_in_the_shortened_reason():
     raw = _raw([_times("2020-01-01", 731, "D"), _times("2021-09-01", 120, "D")],
                [_weekly_season(731), _weekly_season(120, seed=1)], ids=("long", "short"))
     p, _ = _params()
-    got = frequency_horizon(p, raw, 7, 14)
+    got = auto_horizon_of(p, raw, 7, 14)
     assert got["horizon"] == 6
     why = got["reason"]
     assert why.startswith("daily: M4's, 14") and "shortened" in why and "at 7" in why
@@ -251,7 +254,7 @@ def test_backtest_folds_shorten_the_horizon_to_the_targets_of_one_fold():
     holds 5 (the validation part 7), so the folds set the horizon."""
     raw = _raw([_months("1949-01", 144)], [_airline_like()])
     p, prof = _params(backtest={"folds": 5})
-    got = frequency_horizon(p, raw, 12, 24)
+    got = auto_horizon_of(p, raw, 12, 24)
     assert got["horizon"] == 5
     assert "shortened" in got["reason"] and "5 backtest folds" in got["reason"]
     assert "validation part" not in got["reason"]
@@ -319,7 +322,7 @@ def test_the_backtest_folds_count_only_the_series_prepare_keeps():
     raw = _raw([_months("1949-01", 144), _months("1949-01", 20)],
                [_airline_like(), _airline_like(20)], ids=("long", "short"))
     p, prof = _params(backtest={"folds": 5})
-    got = frequency_horizon(p, raw, 12, 24)
+    got = auto_horizon_of(p, raw, 12, 24)
     assert got["horizon"] == 5, got
     assert "5 backtest folds holds 5" in got["reason"]
 
@@ -330,11 +333,12 @@ def test_a_backtest_fold_whose_validation_part_is_a_step_short_shortens_the_hori
     (17, its first half 8), so at 9 steps fold 1 of 3 holds no validation window: the
     horizon is 8, and the backtest that prepare's store then cuts holds every part."""
     from attn_forecast.data.splits import checked_folds
-    from attn_forecast.pipeline.prepare import part_horizon
+    from attn_forecast.data.horizon import part_horizon
+    from attn_forecast.pipeline.prepare import cutting
     raw = _raw([_months("1949-01", 176)], [_airline_like(176)])
     p, prof = _params(backtest={"folds": 3})
-    assert part_horizon(p, raw, 12, 24)["horizon"] == 9
-    got = frequency_horizon(p, raw, 12, 24)
+    assert part_horizon(raw, 12, 24, *cutting(p))["horizon"] == 9
+    got = auto_horizon_of(p, raw, 12, 24)
     assert got["horizon"] == 8 and got["frequency"] == 18
     assert "at 9 steps backtest fold 1 of 3 holds no window of its validation part" \
         in got["reason"]
@@ -345,7 +349,7 @@ def test_a_backtest_fold_whose_validation_part_is_a_step_short_shortens_the_hori
     assert len(cuts) == 3
     # without a backtest the series' own parts set it
     p, _ = _params()
-    assert frequency_horizon(p, raw, 12, 24)["horizon"] == 9
+    assert auto_horizon_of(p, raw, 12, 24)["horizon"] == 9
 
 
 def test_a_set_horizon_whose_backtest_folds_hold_no_window_is_refused_at_prepare():
