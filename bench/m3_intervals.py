@@ -12,7 +12,7 @@ or a quantile head trained with the pinball loss, with or without a conformal st
 Each subset's forecasts of its validation cut (the last horizon of every train part), their
 intervals calibrated on its calibration cut (the horizon before it), exactly as the competition
 pipeline's stages and leaderboard calibrate the test parts (evaluation.calibration's
-calibrated_set, pipeline.competition_leaderboard.evaluated); the test parts are never read. The
+calibrated_set, evaluation.subset.evaluated); the test parts are never read. The
 forecasts are those of a validation run of the competition pipeline as it was at 5954f6c (its
 own calibration-cut stages: each clone's competitions/m3/<subset>/calibration/). Variants:
 
@@ -52,7 +52,8 @@ from attn_forecast.evaluation.calibration import UNITS, calibrated_set  # noqa: 
 from attn_forecast.forecasters import saved  # noqa: E402
 from attn_forecast.forecasters.protocol import Forecast  # noqa: E402
 from attn_forecast.forecasters.saved import ForecastSet  # noqa: E402
-from attn_forecast.pipeline import competition_leaderboard as L  # noqa: E402
+from attn_forecast.evaluation import subset as S  # noqa: E402
+from attn_forecast.evaluation.leaderboard import horizons_of, leaderboard  # noqa: E402
 from attn_forecast.pipeline.competition import (SUBSETS, combination_members,  # noqa: E402
                                                 field_store, model_store, subset_params)
 from attn_forecast.pipeline.competition_field import reported  # noqa: E402
@@ -83,7 +84,7 @@ def subset_runs(subset: str, forecasts: Path, head: Path | None, unit: str, vari
     """The subset's evaluation of one unit and variant on its validation cut: each stage's
     forecasts (of the validation cut, and of the calibration cut) calibrated as the stages
     calibrate them (evaluation.calibration.calibrated_set), scored by the leaderboard's
-    own step (pipeline.competition_leaderboard.evaluated)."""
+    own step (evaluation.subset.evaluated)."""
     p, prof = subset_params(PARAMS, subset, holdout="validation")
     cp, cprof = subset_params(PARAMS, subset, holdout="calibration")
     store, cut_store = field_store(p, prof), field_store(cp, cprof)
@@ -106,11 +107,12 @@ def subset_runs(subset: str, forecasts: Path, head: Path | None, unit: str, vari
     if variant == "head":            # the head's own quantiles: nothing calibrates the model
         own = raw["model"][0].forecasts["model"]["test"]
         sets["model"].forecasts["model"]["test"] = own
-    return L.evaluated(p, store, sets, cut_store, unit)
+    return S.evaluated(store, sets, cut_store, season, tuple(p.evaluate.combinations),
+                       unit)
 
 
 def summary(evaluations: dict, names: list[str]) -> dict:
-    board = L.leaderboard(evaluations, L.horizons_of(evaluations), names)
+    board = leaderboard(evaluations, horizons_of(evaluations), names)
     out = {}
     for name in names:
         row = {}

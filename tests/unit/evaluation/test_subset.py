@@ -1,6 +1,6 @@
-"""A competition stage calibrates its own forecasters on the calibration cut (no output of the
-cut's forecasts of its own), the leaderboard a combination across stages from its members'
-forecasts before calibration; checked by hand on M3 other (174 series) with simple
+"""evaluation/subset.py: a competition stage calibrates its own forecasters on the calibration
+cut (no output of the cut's forecasts of its own), the leaderboard a combination across stages
+from its members' forecasts before calibration; checked by hand on M3 other (174 series) with simple
 forecasters, through the compact committed files."""
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from attn_forecast.evaluation.calibration import (CUT, RAW, calibrated_set, scales)
+from attn_forecast.evaluation.subset import combinations, evaluated
 from attn_forecast.forecasters.protocol import Forecast
 from attn_forecast.forecasters.run import run
 from attn_forecast.forecasters.saved import ForecastSet, load, save
 from attn_forecast.forecasters.simple import Naive, Naive2
 from attn_forecast.pipeline.competition import field_store, subset_params
 from attn_forecast.pipeline.forecasting import check_data
-from attn_forecast.pipeline.competition_leaderboard import combinations, evaluated
 from conftest import ROOT
 
 PARAMS = ROOT / "competitions" / "params.yaml"
@@ -102,8 +102,9 @@ def test_the_leaderboard_calibrates_a_combination_across_stages_from_its_members
         save(tmp_path / f"{stage}.npz", part, compact=True)
         sets[stage] = load(tmp_path / f"{stage}.npz")
     sets["zeroshot"] = ForecastSet({"test": fs.ends["test"]}, {}, TAUS)
-    combos = combinations(p, store, sets, cut_store, "naive_error")
-    ev = evaluated(p, store, sets, cut_store, "naive_error", combos=combos)
+    combos = combinations(p.evaluate.combinations, store, sets, cut_store, season,
+                          "naive_error")
+    ev = evaluated(store, sets, cut_store, season, unit_name="naive_error", combos=combos)
     # scored as the leaderboard commits it: the compact file reads back what was scored
     save(tmp_path / "combinations.npz", combos, compact=True)
     np.testing.assert_array_equal(ev.quantiles["model+naive2"], load(

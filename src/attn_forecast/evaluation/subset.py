@@ -1,0 +1,109 @@
+"""A competition subset scored as its leaderboard column needs it: each stage's forecasts
+(the model's, the field's, the zero-shot prior's, the peers') with their quantiles as that stage
+calibrated them on the subset's calibration cut, and each combination across stages
+(model+comb) made here from its members' forecasts before calibration and calibrated on the
+cut the same way (a run that ends one horizon before the validation cut). Plain arguments in:
+the competition's leaderboard stage (pipeline/competition_leaderboard.py) reads the params and
+the committed forecasts, and evaluation/leaderboard.py pools what this scores."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..data.store import Store
+from ..forecasters.protocol import Forecast
+from ..forecasters.saved import ForecastSet, merge, stored
+from ..forecasters.simple import fallback_for
+from .calibration import CUT, RAW, UNIT, CalibrationSet, intervals, margins_record, scales
+from .scoring import Evaluation, evaluate
+
+
+def evaluated(store: Store, sets: dict[str, ForecastSet], cut_store: Store, season: int,
+              names: tuple = (), unit_name: str = UNIT, combos: ForecastSet | None = None
+              ) -> Evaluation:
+    """One subset's scores: the stages' forecasts (``sets``: the model's first, then the
+    field's and the prior's), their quantiles as each stage calibrated them on the
+    calibration cut, and each combination across stages (``combos``, :func:`combinations`
+    of ``names`` when not given) as committed (:func:`~attn_forecast.forecasters.saved.stored`),
+    so that every score recomputes from the committed files."""
+    if combos is None:
+        combos = combinations(names, store, sets, cut_store, season, unit_name)
+    fs = merge(*(_scored(x) for x in sets.values()), stored(combos))
+    how = {n: r for x in (*sets.values(), combos)
+           for n, r in x.record.get("intervals", {}).get("forecasters", {}).items()}
+    fallback = {n: c for x in (*sets.values(), combos)
+                for n, c in x.record.get("interval_fallback", {}).items()}
+    ev = evaluate(store, fs, noise_std=None, season=season)        # the quantiles as given
+    for name, rec in how.items():
+        if ev.metrics.get(name) is not None:
+            ev.metrics[name].update(intervals=rec["how"],
+                                    n_interval_fallback=fallback.get(name, 0))
+    ev.metrics["unavailable"] = next((x.record.get("unavailable") for x in sets.values()
+                                      if x.record.get("unavailable")), {})
+    return ev
+
+
+def combinations(names, store: Store, sets: dict[str, ForecastSet], cut_store: Store,
+                 season: int, unit_name: str = UNIT) -> ForecastSet:
+    """The combinations across stages (``names``: evaluate.combinations, model+comb) of the
+    scored windows, each made from its members' forecasts before calibration and calibrated on
+    ``cut_store`` (the subset's store of the calibration cut) as each stage calibrates its
+    own; how, and the series a fallback's spread stood in for, in its record."""
+    out = ForecastSet({"test": next(iter(sets.values())).ends["test"]}, {},
+                      next(iter(sets.values())).taus,
+                      record={"intervals": {"forecasters": {}}, "interval_fallback": {}})
+    for name in names:
+        part, how, n_fb = cross_combination(name, sets, store, cut_store, season, unit_name)
+        out.forecasts[name] = part
+        out.record["intervals"]["forecasters"][name] = how
+        out.record["interval_fallback"][name] = n_fb
+    return out
+
+
+def _scored(fs: ForecastSet) -> ForecastSet:
+    """A stage's set with its scored windows only (the test part, calibrated)."""
+    return ForecastSet({"test": fs.ends["test"]},
+                       {n: {"test": f.get("test")} for n, f in fs.forecasts.items()},
+                       fs.taus, list(fs.warnings), dict(fs.record))
+
+
+def cross_combination(name: str, sets: dict[str, ForecastSet], store: Store,
+                      cut_store: Store, season: int, unit_name: str = UNIT
+                      ) -> tuple[dict, dict, int]:
+    """A combination of forecasters of several stages (model+comb): the equal-weight mean of
+    its members' forecasts and quantiles before calibration, of the scored windows and of the
+    calibration cut (over the series every member forecast there), its quantiles calibrated
+    on the cut as each stage calibrates its own. Returns its parts, its intervals' record and
+    the series Naive2's spread stood in for."""
+    members = name.split("+")
+    owner = {m: next(x for x in sets.values() if m in x.forecasts) for m in members}
+    raw = [owner[m].forecasts[m][RAW] for m in members]
+    test = Forecast(np.mean([f.point for f in raw], axis=0),
+                    np.mean([f.quantiles for f in raw], axis=0),
+                    failed=np.any([f.failed for f in raw if f.failed is not None], axis=0)
+                    if any(f.failed is not None for f in raw) else None)
+    ids = [np.asarray(owner[m].record["cut_ids"]) for m in members]
+    common = [i for i in cut_store.ids if all(i in set(x) for x in ids)]
+    at = [{s: k for k, s in enumerate(x)} for x in ids]
+    cut = [owner[m].forecasts[m][CUT] for m in members]
+    rows = [np.array([a[i] for i in common], dtype=np.int64) for a in at]
+    failed = [c.failed[r] for c, r in zip(cut, rows) if c.failed is not None]
+    cut_fc = Forecast(np.mean([c.point[r] for c, r in zip(cut, rows)], axis=0),
+                      np.mean([c.quantiles[r] for c, r in zip(cut, rows)], axis=0),
+                      failed=np.any(failed, axis=0) if failed else None)
+    every = cut_store.ends("test")
+    ends = every[np.isin(cut_store.ids[cut_store.series_of(every)], common)]
+    unit = scales(cut_store, unit_name)
+    cal = CalibrationSet({name: cut_fc}, cut_store.targets(ends),
+                         unit[cut_store.series_of(ends)],
+                         f"the calibration cut of {len(common)} series (the horizon before the "
+                         "validation cut)", unit_name=unit_name)
+    e = next(iter(sets.values())).ends["test"]
+    sid = store.series_of(e)
+    taus = next(iter(sets.values())).taus
+    fb = fallback_for(season)
+    fb.fit(store)
+    iv = intervals({name: test}, taus, scales(store, unit_name)[sid], sid,
+                   fb.forecast(store, e, taus), cal)
+    rec = margins_record(iv, taus, cal)["forecasters"][name]
+    return ({"test": Forecast(test.point, iv.quantiles[name], failed=test.failed)}, rec,
+            iv.fallback.get(name, 0))
