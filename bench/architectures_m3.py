@@ -32,8 +32,8 @@ from attn_forecast.data.scaling import naive_scale  # noqa: E402
 from attn_forecast.forecasters.neural import ModelForecaster  # noqa: E402
 from attn_forecast.model.networks import n_parameters  # noqa: E402
 from attn_forecast.pipeline.competition import model_store, subset_params  # noqa: E402
-from attn_forecast.pipeline.forecasting import check_data  # noqa: E402
-from attn_forecast.pipeline.training import fit  # noqa: E402
+from attn_forecast.setup.forecasting import check_data  # noqa: E402
+from attn_forecast.setup.training import fit  # noqa: E402
 
 PARAMS = ROOT / "competitions" / "params.yaml"
 

@@ -32,8 +32,8 @@ def train_on(p, store) -> tuple:
     """The model the train stage would train on ``store`` with the validated params ``p``
     (one process, this machine's device), its members' results, the training's seconds and
     the season it used."""
-    from attn_forecast.pipeline.forecasting import check_data
-    from attn_forecast.pipeline.training import fit
+    from attn_forecast.setup.forecasting import check_data
+    from attn_forecast.setup.training import fit
     season = check_data(p, store)
     t0 = time.perf_counter()
     fitted = fit(p, store, season)

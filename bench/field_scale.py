@@ -163,7 +163,7 @@ def one(group: str, n: int, engine: str) -> dict:
 def epoch(group: str, n: int) -> dict:
     """One training epoch of the model on ``n`` series of ``group``."""
     import torch
-    from attn_forecast.pipeline.training import model_settings, train_settings
+    from attn_forecast.setup.training import model_settings, train_settings
     from attn_forecast.training.batches import to_device
     from attn_forecast.training.members import train_model
     _, period, h, _ = GROUPS[group]

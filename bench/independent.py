@@ -28,8 +28,8 @@ from attn_forecast.pipeline import competition_leaderboard as L  # noqa: E402
 from attn_forecast.pipeline.competition import (SUBSETS, field_store, model_store,  # noqa: E402
                                                 subset_params)
 from attn_forecast.pipeline.competition_field import statistical_field  # noqa: E402
-from attn_forecast.pipeline.forecasting import check_data, parts, taus  # noqa: E402
-from attn_forecast.pipeline.training import fit  # noqa: E402
+from attn_forecast.setup.forecasting import check_data, parts, taus  # noqa: E402
+from attn_forecast.setup.training import fit  # noqa: E402
 
 PARAMS = ROOT / "competitions" / "params.yaml"
 FIELD = {"evaluate": {"baselines": ["naive2", "theta", "comb"], "blend": []}}

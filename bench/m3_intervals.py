@@ -57,7 +57,7 @@ from attn_forecast.evaluation.leaderboard import horizons_of, leaderboard  # noq
 from attn_forecast.pipeline.competition import (SUBSETS, combination_members,  # noqa: E402
                                                 field_store, model_store, subset_params)
 from attn_forecast.pipeline.competition_field import reported  # noqa: E402
-from attn_forecast.pipeline.forecasting import check_data  # noqa: E402
+from attn_forecast.setup.forecasting import check_data  # noqa: E402
 
 NAMES = ["model", "model+comb", "comb"]
 VARIANTS = ("point", "head", "head+cal", "point+head")

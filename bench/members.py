@@ -22,7 +22,7 @@ from common import ROOT  # noqa: E402
 
 from attn_forecast.pipeline import training as pm  # noqa: E402
 from attn_forecast.pipeline.competition import model_store, subset_params  # noqa: E402
-from attn_forecast.pipeline.forecasting import check_data  # noqa: E402
+from attn_forecast.setup.forecasting import check_data  # noqa: E402
 from attn_forecast.training.batches import to_device  # noqa: E402
 from attn_forecast.training.members import train_model  # noqa: E402
 

@@ -91,7 +91,7 @@ def bench_speed(device: str, n_windows: int = 200_000) -> None:
     from attn_forecast.config.load import parse_params
     from attn_forecast.training.loop import autocast, fit_windows
     from attn_forecast.data.windows import spread
-    from attn_forecast.pipeline.training import model_settings, train_settings
+    from attn_forecast.setup.training import model_settings, train_settings
     panel = _panel(2_000, 2_000, 96)
     dev = torch.device(device)
     ends = spread(panel.ends("train"), n_windows)
@@ -152,7 +152,7 @@ def bench_global(n_series: int = 200, n_points: int = 400) -> None:
     from attn_forecast.forecasters.neural import ModelForecaster
     from attn_forecast.training.batches import to_device
     from attn_forecast.training.members import train_model
-    from attn_forecast.pipeline.training import model_settings, train_settings
+    from attn_forecast.setup.training import model_settings, train_settings
     params = parse_params(with_overrides(BASE, PANEL + [
         "prepare.window=24", "train.epochs=30", "train.batch_size=64", "train.device=cpu"]))
     raw = _raw(n_series, n_points)

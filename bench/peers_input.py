@@ -30,7 +30,7 @@ from common import ROOT  # noqa: E402
 from attn_forecast.config.load import read_yaml  # noqa: E402
 from attn_forecast.forecasters.peers import Peer  # noqa: E402
 from attn_forecast.pipeline.competition import field_store, subset_params  # noqa: E402
-from attn_forecast.pipeline.forecasting import taus  # noqa: E402
+from attn_forecast.setup.forecasting import taus  # noqa: E402
 
 PARAMS = ROOT / "competitions" / "params.yaml"
 PROBE = "nf_nhits"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from . import cpu
 from .errors import naming, run_cli      # (neither these nor cpu load numpy)
-from .pipeline.keys import PARAMS_KEYS
+from .setup.keys import PARAMS_KEYS
 
 cpu.pin()
 

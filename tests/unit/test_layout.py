@@ -1,6 +1,7 @@
 """The house by role: imports point one way. No module imports itself back through others (no
 circle of modules, nor of packages); no library package (data, model, training, forecasters,
-evaluation, report) imports config or pipeline (a library function takes plain arguments);
+evaluation, report) imports config, setup or pipeline (a library function takes plain
+arguments); pipeline/ holds the stages' steps only;
 every file holds one job, at most 400 lines, and no module is named for how it is wired. The
 project's tooling (tools/: the docs' blocks, the worked example, the stages run in-process)
 lies outside the package, which never imports it."""
@@ -17,7 +18,7 @@ from import_graph import imports, module_file
 LIBRARY = ("data", "model", "training", "forecasters", "evaluation", "report")
 # the order of the floors: a package may import those before it, never those after it
 FLOORS = ("errors", "io", "cpu", "progress", "engine", "data", "model", "training", "forecasters",
-          "evaluation", "report", "config", "pipeline", "search", "serve", "stage", "commands",
+          "evaluation", "report", "config", "setup", "pipeline", "search", "serve", "stage", "commands",
           "cli")
 
 
@@ -84,7 +85,7 @@ def test_no_circle_of_packages_and_imports_point_down_the_floors():
 @pytest.mark.parametrize("package", LIBRARY)
 def test_no_library_module_imports_config_or_pipeline(package):
     bad = [f"{m} -> {d}" for m, deps in _graph().items() if _package(m) == package
-           for d in deps if _package(d) in ("config", "pipeline")]
+           for d in deps if _package(d) in ("config", "setup", "pipeline")]
     assert bad == []
 
 
@@ -117,6 +118,15 @@ def test_every_file_is_at_most_400_lines_and_named_for_what_it_holds():
     names = {f.stem for f in PKG.rglob("*.py")}
     assert not names & {"wiring", "wiring_torch", "rules", "table", "runtime", "utils", "misc",
                         "helpers"}
+
+
+def test_pipeline_holds_only_the_stages_steps():
+    """Each module of pipeline/ is a stage's step (named after its script in stages/), but
+    competition.py, what the competition pipeline's steps share; the rest of what stages
+    share (params turned into plain arguments, the training setup) is setup/'s."""
+    steps = {p.stem for p in (ROOT / "stages").glob("*.py")}
+    others = {p.stem for p in (PKG / "pipeline").glob("*.py")} - steps - {"__init__"}
+    assert others == {"competition"}
 
 
 # where a stage's step lives when it is not pipeline/<stage>.py: the search's trial

@@ -1,5 +1,5 @@
 """The rules of ``params.yaml`` that span keys (the schema checks each key on its own); sizes
-of the data are checked where the data is known (pipeline/forecasting.py: check_data)."""
+of the data are checked where the data is known (setup/forecasting.py: check_data)."""
 from __future__ import annotations
 
 from ..errors import ParamsError

@@ -1,3 +1,3 @@
-"""What the stages share: params turned into the library's plain arguments, the checks of params
-against the data, the names of settings in messages, and the steps a stage (or the competition
-pipeline) runs. The only package besides config that knows params.yaml's keys."""
+"""The stages' steps, one module per DVC stage, named after it (``step(...)``: params read,
+work done through setup/ and the library, outputs written, its line printed), and what the
+competition pipeline's steps share (competition.py: a subset's params and stores)."""

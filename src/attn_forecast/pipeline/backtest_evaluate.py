@@ -21,7 +21,7 @@ from ..forecasters.names import BLEND
 from ..forecasters.run import run
 from ..forecasters.saved import load
 from .baselines import field_of
-from .forecasting import check_data, parts, taus
+from ..setup.forecasting import check_data, parts, taus
 from .evaluate import combined
 
 

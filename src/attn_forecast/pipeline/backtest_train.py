@@ -20,8 +20,8 @@ from ..forecasters.saved import save as save_forecasts
 from ..io import read_json, sha256_file, write_json
 from ..training.settings import TrainSettings
 from ..training.threads import choose_threads, set_threads, step_flops
-from .folds import backtest_folds
-from .forecasting import check_data, parts, taus
+from ..setup.folds import backtest_folds
+from ..setup.forecasting import check_data, parts, taus
 
 
 def train_fold(prepared_dir: str, cuts: dict, settings, train: TrainSettings, device: str,
@@ -36,7 +36,7 @@ def train_fold(prepared_dir: str, cuts: dict, settings, train: TrainSettings, de
     from ..model.checkpoint import save as save_checkpoint
     from ..training.batches import to_device
     from ..training.members import train_model
-    from .training import prior
+    from ..setup.training import prior
     set_threads(threads)
     fold = load(prepared_dir).refit(splits.Cuts.from_dict(cuts))
     device = torch.device(device)
@@ -59,7 +59,7 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
     key changed since ``before``, file -> key, or their forecasts are not in ``out``) and how
     to train them (settings, threads, jobs, device, the parts to forecast). Imports torch."""
     from ..training.batches import resolve_batch
-    from .training import device, member_settings, model_settings, train_settings
+    from ..setup.training import device, member_settings, model_settings, train_settings
     store = load(prepared)
     bt = p.backtest
     cuts = backtest_folds(p, store)

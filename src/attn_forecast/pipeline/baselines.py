@@ -16,7 +16,7 @@ from ..forecasters.protocol import Forecaster
 from ..forecasters.registry import baselines
 from ..forecasters.run import run
 from ..forecasters.saved import ForecastSet, save
-from .forecasting import baselines_record, check_data, engine_of, parts, peer_settings, taus
+from ..setup.forecasting import baselines_record, check_data, engine_of, parts, peer_settings, taus
 
 
 def field_of(p: Params, season: int, features: bool, prior: str | None,

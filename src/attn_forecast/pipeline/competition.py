@@ -18,7 +18,7 @@ from ..evaluation.calibration import calibrated_set
 from ..forecasters.saved import ForecastSet
 from .generate import chunks
 from .prepare import prepare
-from .forecasting import check_data
+from ..setup.forecasting import check_data
 
 __all__ = ["SUBSETS"]  # the competitions' subsets (config.load's), read by the stages
 

@@ -14,7 +14,7 @@ from ..forecasters.registry import baselines
 from ..forecasters.run import run
 from ..forecasters.saved import ForecastSet, save
 from .competition import field_store, on_both_cuts
-from .forecasting import baselines_record, engine_of, parts, taus
+from ..setup.forecasting import baselines_record, engine_of, parts, taus
 
 
 def statistical_field(p: Params, store: Store, season: int) -> ForecastSet:

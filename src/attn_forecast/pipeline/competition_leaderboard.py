@@ -22,7 +22,7 @@ from ..io import rounded, write_json, write_text
 from ..report.leaderboard import markdown, test_runs
 from ..report.leaderboard import published as published_of
 from .competition import SUBSETS, field_store, subset_params
-from .forecasting import check_data
+from ..setup.forecasting import check_data
 
 
 def rows(evaluations: dict[str, Evaluation], combinations) -> list[str]:

@@ -1,6 +1,6 @@
 """Stage model@<subset>'s step: the attention model trained on one subset's series (one
 global model: the subset's settings, the competition profile of ``auto``; the setup of
-pipeline/training.py) forecasting every series' holdout; and trained again up to each series'
+setup/training.py) forecasting every series' holdout; and trained again up to each series'
 calibration cut, forecasting that cut, where its quantiles are calibrated; saved compact."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from ..forecasters.neural import ModelForecaster
 from ..forecasters.run import run
 from ..forecasters.saved import save
 from .competition import model_store, on_both_cuts
-from .forecasting import parts, taus
-from .training import fit
+from ..setup.forecasting import parts, taus
+from ..setup.training import fit
 
 
 def step(params: str, subset: str, out: str, pretrained: str) -> None:

@@ -14,7 +14,7 @@ from ..forecasters.peers import Peer
 from ..forecasters.run import run
 from ..forecasters.saved import save
 from .competition import field_store, subset_params
-from .forecasting import check_data, taus
+from ..setup.forecasting import check_data, taus
 
 OWN = "its own quantiles (NeuralForecast's MQLoss), not calibrated"
 

@@ -7,7 +7,7 @@ from ..forecasters.run import run
 from ..forecasters.saved import save
 from ..forecasters.zeroshot import ZeroShot
 from .competition import field_store, on_both_cuts
-from .forecasting import parts, taus
+from ..setup.forecasting import parts, taus
 
 
 def step(params: str, subset: str, out: str, pretrained: str) -> None:

@@ -19,7 +19,7 @@ from ..forecasters.names import BLEND
 from ..forecasters import saved
 from ..forecasters.saved import ForecastSet, merge
 from ..io import CSV_DIGITS, rounded, write_csv, write_json
-from .forecasting import baselines_record, check_data
+from ..setup.forecasting import baselines_record, check_data
 
 
 def check_fresh(fs: ForecastSet, base: ForecastSet, now: dict) -> None:

@@ -19,10 +19,10 @@ from ..data.long_table import Raw, read_long
 from ..data.store import Store
 from ..data.store_io import save
 from ..errors import ParamsError, named
-from .folds import backtest_folds, fold_parts
-from .forecasting import check_data, check_norm
+from ..setup.folds import backtest_folds, fold_parts
+from ..setup.forecasting import check_data, check_norm
 from .generate import source_record
-from .keys import PARAMS_KEYS
+from ..setup.keys import PARAMS_KEYS
 
 
 def fracs(p: Params) -> dict:

@@ -19,7 +19,7 @@ from ..training.distributed import distributed, peak_rss_mib
 from ..training.pretrain import pretrain, summary
 from ..training.settings import TrainSettings
 from ..progress import Progress
-from .training import device
+from ..setup.training import device
 
 # how a run executes, not what it learns: a change of these alone keeps the prior
 EXECUTION = ("device", "compile", "nproc", "threads", "live")

@@ -1,5 +1,5 @@
 """Stage train's step: the model fitted on every series' training windows (the setup of
-pipeline/training.py), its checkpoint, its ONNX export and history, its forecasts of the
+setup/training.py), its checkpoint, its ONNX export and history, its forecasts of the
 windows evaluate scores, and what it looks at (its attention weights, the weight by lag).
 Needs torch."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ from ..forecasters.saved import save
 from ..io import CSV_DIGITS, write_columns, write_npz
 from ..model import checkpoint, explain, export
 from ..training.distributed import distributed
-from .forecasting import check_data, parts, taus
-from .training import device, fit, run_record
+from ..setup.forecasting import check_data, parts, taus
+from ..setup.training import device, fit, run_record
 
 
 def step(params: str, prepared: str, model: str, onnx: str, onnx_meta: str, history: str,

@@ -1,7 +1,7 @@
 """Stage trial's step (a search pipeline: competitions/tune/dvc.yaml and its copies): the
 attention model of one competition subset, its settings those of the competition pipeline
 with the trial's params on top, trained on every series' training part (the setup of
-pipeline/training.py) and scored on its validation cut; and, under ``attn-forecast tune``,
+setup/training.py) and scored on its validation cut; and, under ``attn-forecast tune``,
 the hook its training reports to after every epoch, at its optimizer step, so that a trial
 going nowhere is pruned against the others."""
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ..forecasters.neural import ModelForecaster
 from ..forecasters.run import run
 from ..io import write_json
 from ..pipeline.competition import model_store, subset_params
-from ..pipeline.forecasting import check_data
-from ..pipeline.training import device, fit
+from ..setup.forecasting import check_data
+from ..setup.training import device, fit
 from ..training.batches import resolve_batch
 from ..training.distributed import Distributed
 from .space import trial_params

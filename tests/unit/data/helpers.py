@@ -13,7 +13,7 @@ from attn_forecast.data import splits
 from attn_forecast.data.build import build
 from attn_forecast.data.store import Store
 from attn_forecast.errors import naming
-from attn_forecast.pipeline.keys import PARAMS_KEYS
+from attn_forecast.setup.keys import PARAMS_KEYS
 from attn_forecast.data.long_table import Raw
 from attn_forecast.data.csv import read_table
 

@@ -357,7 +357,7 @@ def test_a_set_horizon_whose_backtest_folds_hold_no_window_is_refused_at_prepare
     needs, prepare refuses it naming the keys, before any stage trains (it used to pass and
     fail at backtest_train)."""
     from attn_forecast.errors import UserInputError, naming
-    from attn_forecast.pipeline.keys import PARAMS_KEYS
+    from attn_forecast.setup.keys import PARAMS_KEYS
     raw = _raw([_months("1949-01", 176)], [_airline_like(176)])
     p, prof = _params(prepare={"horizon": 9}, backtest={"folds": 3})
     with pytest.raises(UserInputError, match=r"backtest fold 1 of 3 has .* windows; use fewer "

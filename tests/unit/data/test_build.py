@@ -9,7 +9,7 @@ import pytest
 from attn_forecast.data import splits
 from attn_forecast.data import transforms
 from attn_forecast.errors import UserInputError
-from attn_forecast.pipeline.keys import PARAMS_KEYS
+from attn_forecast.setup.keys import PARAMS_KEYS
 from attn_forecast.data.long_table import Raw
 from attn_forecast.data.long_table import read_long, write_long
 from attn_forecast.data.windows import gather_side

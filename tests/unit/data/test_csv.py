@@ -14,7 +14,7 @@ import pytest
 
 from attn_forecast.data import sources
 from attn_forecast.errors import UserInputError, naming
-from attn_forecast.pipeline.keys import PARAMS_KEYS
+from attn_forecast.setup.keys import PARAMS_KEYS
 from attn_forecast.data.csv import FEATURE_PREFIX, read_table
 from attn_forecast.errors import DataError
 from unit.data.helpers import FLAGS, _csv, _day, _read

@@ -9,7 +9,7 @@ import pytest
 
 from attn_forecast.data import sources
 from attn_forecast.errors import naming
-from attn_forecast.pipeline.keys import PARAMS_KEYS
+from attn_forecast.setup.keys import PARAMS_KEYS
 from attn_forecast.config.schema import DataParams
 from attn_forecast.data.frequency import check_regular
 from attn_forecast.errors import DataError

@@ -6,7 +6,7 @@ import pytest
 
 from attn_forecast.data import splits
 from attn_forecast.errors import UserInputError, naming
-from attn_forecast.pipeline.keys import PARAMS_KEYS
+from attn_forecast.setup.keys import PARAMS_KEYS
 from unit.data.helpers import (H, TRANSFORMS, _brute_ends, _build, _floor, _hand_cuts, _same,
                                _usable_by_hand)
 

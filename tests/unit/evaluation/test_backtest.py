@@ -10,7 +10,7 @@ from attn_forecast.data.splits import checked_folds
 from attn_forecast.evaluation import backtest as B
 from attn_forecast.forecasters.simple import Mean, Naive
 from attn_forecast.errors import UserInputError, naming
-from attn_forecast.pipeline.keys import PARAMS_KEYS
+from attn_forecast.setup.keys import PARAMS_KEYS
 from attn_forecast.forecasters.statistical import Stat
 from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw

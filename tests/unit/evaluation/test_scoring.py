@@ -357,7 +357,7 @@ def test_the_summary_names_an_unavailable_baseline_and_a_failed_one():
 
 
 def test_the_evaluate_stage_refuses_forecasts_made_with_other_settings():
-    from attn_forecast.pipeline.forecasting import baselines_record
+    from attn_forecast.setup.forecasting import baselines_record
     from attn_forecast.errors import UserInputError
     from attn_forecast.config.schema import Params
     from attn_forecast.pipeline import evaluate as stage

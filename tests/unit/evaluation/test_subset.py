@@ -16,7 +16,7 @@ from attn_forecast.forecasters.run import run
 from attn_forecast.forecasters.saved import ForecastSet, load, save
 from attn_forecast.forecasters.simple import Naive, Naive2
 from attn_forecast.pipeline.competition import field_store, subset_params
-from attn_forecast.pipeline.forecasting import check_data
+from attn_forecast.setup.forecasting import check_data
 from conftest import ROOT
 
 PARAMS = ROOT / "competitions" / "params.yaml"

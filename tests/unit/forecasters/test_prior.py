@@ -19,7 +19,7 @@ from attn_forecast.data.long_table import Raw
 from attn_forecast.forecasters.neural import ModelForecaster
 from attn_forecast.training.batches import rows_of
 from attn_forecast.training.members import train_model
-from attn_forecast.pipeline.training import model_settings, prior
+from attn_forecast.setup.training import model_settings, prior
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

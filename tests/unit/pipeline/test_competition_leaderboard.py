@@ -9,7 +9,7 @@ import pytest
 
 from attn_forecast.evaluation.scoring import Evaluation
 from attn_forecast.pipeline.competition import field_store, model_store, subset_params
-from attn_forecast.pipeline.forecasting import check_data
+from attn_forecast.setup.forecasting import check_data
 from attn_forecast.evaluation.leaderboard import leaderboard
 from attn_forecast.pipeline.competition_leaderboard import rows
 from attn_forecast.report.leaderboard import published

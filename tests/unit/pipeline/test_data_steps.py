@@ -12,7 +12,7 @@ from attn_forecast.data.long_table import raw_of
 from attn_forecast.errors import UserInputError, naming
 from attn_forecast.pipeline.generate import chunks
 from attn_forecast.pipeline.prepare import prepare
-from attn_forecast.pipeline.keys import PARAMS_KEYS
+from attn_forecast.setup.keys import PARAMS_KEYS
 
 
 def test_a_csv_a_temp_experiment_cannot_see_says_why(tmp_path, monkeypatch):
@@ -86,7 +86,7 @@ def test_the_train_line_names_the_pinball_loss_only_for_a_quantile_head():
     import torch
     from types import SimpleNamespace
     from attn_forecast.model.settings import ModelSettings
-    from attn_forecast.pipeline.training import summary
+    from attn_forecast.setup.training import summary
     res = SimpleNamespace(window=12, loss="mse", history=[{"train_loss": 0.5}], best_epoch=1,
                           seconds=1.0, windows_per_s=10.0)
     store, dist = SimpleNamespace(n_series=1), SimpleNamespace(world=1, device="cpu")

@@ -76,8 +76,8 @@ def test_seasonal_norm_repeats_the_last_season_past_one_season():
 def test_a_season_longer_than_a_window_is_a_one_line_error():
     from types import SimpleNamespace
 
-    from attn_forecast.pipeline.forecasting import check_data
-    from attn_forecast.pipeline.training import member_settings, model_settings
+    from attn_forecast.setup.forecasting import check_data
+    from attn_forecast.setup.training import member_settings, model_settings
     p = parse_params({"model": {"instance_norm": "seasonal", "lookbacks": [6, 24]},
                       "prepare": {"window": 24, "horizon": 18}, "evaluate": {"season": 12}})
     store = SimpleNamespace(auto={}, window=24, horizon=18,

@@ -14,7 +14,7 @@ from attn_forecast.errors import Diverged, Interrupted, UserInputError
 from attn_forecast.model.networks import build_model
 from attn_forecast.model.settings import ModelSettings
 from attn_forecast.training.settings import TrainSettings
-from attn_forecast.pipeline.keys import PARAMS_KEYS
+from attn_forecast.setup.keys import PARAMS_KEYS
 from attn_forecast.progress import Progress
 from attn_forecast.training.batches import to_device
 from attn_forecast.training.loop import (evaluate_loss, fit_windows, make_optimizer, make_scheduler,

@@ -7,7 +7,7 @@ import pytest
 
 from attn_forecast.config.load import parse_params
 from attn_forecast.config.schema import PRIOR_TRAIN, TrainParams
-from attn_forecast.pipeline.training import train_settings
+from attn_forecast.setup.training import train_settings
 from attn_forecast.training.settings import TrainSettings
 
 

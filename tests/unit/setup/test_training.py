@@ -1,4 +1,4 @@
-"""Unit tests for attn_forecast.pipeline.training: model settings and device from params."""
+"""Unit tests for attn_forecast.setup.training: model settings and device from params."""
 from __future__ import annotations
 
 import shutil
@@ -6,8 +6,8 @@ import shutil
 import pytest
 import torch
 
-from attn_forecast.pipeline.training import device
-from attn_forecast.pipeline.training import model_settings
+from attn_forecast.setup.training import device
+from attn_forecast.setup.training import model_settings
 from attn_forecast.model.networks import build_model
 from attn_forecast.config.load import parse_params
 from attn_forecast.errors import ParamsError
