@@ -18,8 +18,8 @@ from import_graph import imports, module_file
 LIBRARY = ("data", "model", "training", "forecasters", "evaluation", "report")
 # the order of the floors: a package may import those before it, never those after it
 FLOORS = ("errors", "io", "cpu", "progress", "engine", "data", "model", "training", "forecasters",
-          "evaluation", "report", "config", "setup", "pipeline", "search", "serve", "stage", "commands",
-          "cli")
+          "evaluation", "report", "config", "setup", "pipeline", "search", "serve", "stage",
+          "commands", "cli")
 
 
 def _modules() -> list[str]:
