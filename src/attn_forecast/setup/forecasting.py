@@ -40,11 +40,11 @@ def taus(p: Params) -> tuple:
     return tuple(p.evaluate.quantiles)
 
 
-def peer_settings(p: Params) -> dict:
-    """The NeuralForecast peers' settings (forecasters/peers.py): the model's window as their
-    input size, evaluate.peer_steps optimizer steps, evaluate.peer_seed, the run's levels."""
-    return {"input_size": p.prepare.window, "max_steps": p.evaluate.peer_steps,
-            "seed": p.evaluate.peer_seed, "levels": taus(p)}
+def peer_settings(p: Params, name: str) -> dict:
+    """A NeuralForecast peer's settings (forecasters/peers.py): the model's window as its
+    input size, its own peers.<name> (optimizer steps and seed), the run's levels."""
+    return {"input_size": p.prepare.window, **getattr(p.peers, name).model_dump(),
+            "levels": taus(p)}
 
 
 def engine_of(p: Params, jobs: int | None = None) -> Engine:
@@ -67,8 +67,8 @@ def baselines_record(p: Params, store, season: int) -> dict:
     """What the baselines are fitted with; the evaluate stage checks its own against it (with
     a NeuralForecast peer named: its steps and seed too)."""
     e = p.evaluate
-    peers = {"peer_steps": e.peer_steps, "peer_seed": e.peer_seed} \
-        if set(e.baselines) & set(PEERS) else {}
+    named = [n for n in PEERS if n in e.baselines]
+    peers = {"peers": {n: getattr(p.peers, n).model_dump() for n in named}} if named else {}
     return {"baselines": list(e.baselines), "taus": list(taus(p)),
             "ridge_alpha": e.ridge_alpha, "season": season, "parts": list(parts(p, store)),
             "data": store.key(), **peers}

@@ -96,3 +96,28 @@ def test_no_entry_restates_what_its_key_would_be_without_it():
     restated += [f"{s}.{k}" for s in ("yearly", "quarterly", "monthly", "other")
                  for k, v in flat(raw[s]).items() if v == under.get(k, default(k))]
     assert restated == []
+
+
+@pytest.mark.parametrize("bad", [{"max_steps": 0, "seed": 1}, {"max_steps": 5, "seed": 1.5},
+                                 {"max_steps": True, "seed": 1}])
+def test_the_peers_are_one_schema_in_params_yaml_and_the_competition_file(bad):
+    """A peer's settings read the same in both files (schema.py: PeerParams): the same value
+    refused with the same words, each line naming its own file."""
+    from attn_forecast.config.load import valid
+    with pytest.raises(ParamsError) as here:
+        valid("peers", {"nf_lstm": bad})
+    with pytest.raises(ParamsError) as there:
+        check_competition_file(FILE, {**committed(), "peers": {**committed()["peers"],
+                                                               "nf_lstm": bad}})
+    assert str(here.value).startswith("params.yaml: peers.nf_lstm.")
+    assert str(there.value) == str(here.value).replace("params.yaml: ", f"{FILE}: ", 1)
+
+
+def test_the_competition_files_peers_read_as_params_yaml_reads_its_own():
+    from attn_forecast.config.load import competition_peers, parse_params
+    peers = competition_peers(committed()["peers"])
+    own = parse_params({"peers": {n: s.model_dump() for n, s in peers.items()
+                                  if n != "input_size"}}).peers
+    assert {n: getattr(own, n) for n in peers if n != "input_size"} == \
+        {n: s for n, s in peers.items() if n != "input_size"}
+    assert peers["input_size"] == committed()["peers"]["input_size"]

@@ -74,7 +74,7 @@ def test_each_kind_of_refusal_is_one_exact_line(raw, want):
 def test_an_unknown_key_lists_the_keys_of_its_own_section():
     assert _line({"trian": {}}) == (
         "params.yaml: unknown key trian (known keys here: data, prepare, model, train, "
-        "evaluate, backtest, render, pretrain)")
+        "evaluate, peers, backtest, render, pretrain)")
     got = _line({"prepare": {"wndow": 5}})
     assert got.startswith("params.yaml: unknown key prepare.wndow (known keys here: window, "
                           "horizon, test_frac,")
@@ -86,11 +86,13 @@ def test_an_unknown_key_lists_the_keys_of_its_own_section():
 
 
 @pytest.mark.parametrize("old", sorted(RENAMED))
-def test_a_renamed_pretrain_key_names_its_new_name(old):
+def test_a_renamed_key_names_its_new_name_and_why(old):
     section, key = old.split(".")
     got = _line({section: {key: 1}})
-    assert got.startswith(f"params.yaml: {old} was renamed {RENAMED[old]} (")
-    assert "pretrain.model and pretrain.train" in got and "unknown key" not in got
+    new, why = RENAMED[old]
+    assert got == f"params.yaml: {old} was renamed {new} ({why})"
+    assert ("pretrain.model and pretrain.train" in got if section == "pretrain" else
+            "peers.<nf_nhits | nf_nbeats | nf_lstm | nf_patchtst>.max_steps" in got)
 
 
 def test_a_list_item_outside_the_names_counts_items_from_one_and_lists_every_name():
