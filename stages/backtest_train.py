@@ -3,8 +3,9 @@
 The folds lie inside every series' test part; fold k trains on the data before its origins
 only (every scaler refitted there). out: a folder with each fold's checkpoint and forecasts
 (``origin_<t>.pt`` and ``.npz``, t = the first series' first test target) and ``folds.json``
-(fold, files, cuts, and the key of what its model depends on). Folds whose key did not change
-are not retrained (the folder is a persistent DVC output), so `dvc exp run -S
+(fold, files, cuts, and the key of what its model depends on: the prepared data, the fold's
+cuts, the settings, the prior and the package's code). Folds whose key did not change are not
+retrained (the folder is a persistent DVC output), so `dvc exp run -S
 backtest.folds=...` with a fixed ``backtest.fold_size`` trains only the new folds. Folds train
 in parallel worker processes (``backtest.jobs``). Off (``folds: 0``): an empty index, no torch.
 """

@@ -145,6 +145,20 @@ def write_columns(path: str | Path, columns: dict, digits: int) -> None:
     write_text(path, "\n".join(lines) + "\n")
 
 
+def sha256_tree(folder: str | Path, pattern: str = "*.py") -> str:
+    """The SHA-256 (hex) of every file under ``folder`` matching ``pattern``: each one's path
+    relative to it and its bytes, in path order (a file edited, added, removed or renamed
+    changes it)."""
+    import hashlib
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for f in sorted(folder.rglob(pattern)):
+        if f.is_file():
+            h.update(f.relative_to(folder).as_posix().encode() + b"\0")
+            h.update(sha256_file(f).encode())
+    return h.hexdigest()
+
+
 def sha256_file(path: str | Path) -> str:
     """The file's SHA-256 (hex), read in blocks."""
     import hashlib

@@ -85,6 +85,22 @@ def test_more_folds_of_a_fixed_size_train_only_the_new_ones(bt):
     assert "3 folds, 1 trained (2 unchanged)" in _out(more)
 
 
+def test_an_edit_of_the_code_the_folds_train_with_retrains_every_fold(bt):
+    """DVC reruns the stage for an edit of the code it depends on; the folds' keys see it too
+    (else the folder would keep the models of the code before). The edit: the fold's training
+    step (pipeline/backtest_train.py), which no other stage depends on."""
+    proj = bt.proj
+    loop = proj.path / "src/attn_forecast/pipeline/backtest_train.py"
+    text = loop.read_text()
+    loop.write_text(text + "# an edit\n")
+    try:
+        res = proj.run(["dvc", "repro"], timeout=300)
+        assert res.returncode == 0, _out(res)
+        assert "3 folds, 3 trained (0 unchanged)" in _out(res), _out(res)
+    finally:
+        loop.write_text(text)
+
+
 def test_folds_off_leaves_only_the_index_whatever_the_folder_held(bt):
     # the folder is a persistent output that DVC hashes whole: a checkpoint left from an
     # earlier run (or an older file name) would make dvc.lock differ from a fresh clone's

@@ -29,3 +29,23 @@ def test_a_write_error_names_the_file_asked_for(tmp_path):
             tmp.write_text("x")
     assert err.value.filename == str(folder)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.csv.")]
+
+
+def test_sha256_tree_sees_an_edit_a_new_file_and_a_rename_but_not_other_files(tmp_path):
+    from attn_forecast.io import sha256_tree
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "notes.txt").write_text("not code")
+    key = sha256_tree(tmp_path / "pkg")
+    assert key == sha256_tree(tmp_path / "pkg")
+    (tmp_path / "pkg" / "notes.txt").write_text("other notes")
+    assert sha256_tree(tmp_path / "pkg") == key
+    (tmp_path / "pkg" / "a.py").write_text("x = 2\n")
+    edited = sha256_tree(tmp_path / "pkg")
+    assert edited != key
+    (tmp_path / "pkg" / "sub").mkdir()
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("")
+    added = sha256_tree(tmp_path / "pkg")
+    assert added != edited
+    (tmp_path / "pkg" / "sub" / "b.py").rename(tmp_path / "pkg" / "sub" / "c.py")
+    assert sha256_tree(tmp_path / "pkg") != added

@@ -17,7 +17,7 @@ from ..data.store_io import load, profile
 from ..evaluation.backtest import fold_key
 from ..forecasters.run import run
 from ..forecasters.saved import save as save_forecasts
-from ..io import read_json, sha256_file, write_json
+from ..io import read_json, sha256_file, sha256_tree, write_json
 from ..training.settings import TrainSettings
 from ..training.threads import choose_threads, set_threads, step_flops
 from ..setup.folds import backtest_folds
@@ -71,6 +71,8 @@ def plan_folds(p: Params, prepared: str, out, before: dict, prior_path: str | No
     train = p.train.model_dump(exclude={"threads", "nproc", "device", "live"})
     if p.train.init == "pretrained":   # a new prior retrains every fold
         train["prior"] = sha256_file(prior_path)
+    # so does an edit of the code (DVC reruns the stage for it; the folds' keys must see it)
+    train["code"] = sha256_tree(Path(__file__).resolve().parents[1])
     train["parts"] = list(parts(p, store))   # the windows each fold's model forecasts
     train["combine"] = p.model.combine
     entries = []
