@@ -32,7 +32,7 @@ import numpy as np
 from ..data.scaling import naive_scale
 from ..data.store import Store
 from ..forecasters.protocol import Forecast, central_intervals
-from ..forecasters.saved import PAST, ForecastSet
+from ..forecasters.saved import CUT, PAST, ForecastSet
 from . import intervals as Q
 
 
@@ -246,8 +246,8 @@ def future_quantiles(raw: np.ndarray, margins: np.ndarray, taus, unit) -> np.nda
 
 
 # ---------------------------------------------------------------- a competition's stages
-RAW, CUT = "raw", "cut"   # parts of a stage's set: the scored windows before calibration,
-#                           and the calibration cut's forecasts (windows of the cut's store)
+RAW = "raw"   # parts of a stage's set: the scored windows before calibration, and (CUT,
+#               saved.py's) the calibration cut's forecasts (windows of the cut's store)
 
 
 def calibrated_set(store: Store, fs: ForecastSet, cut_store: Store, cut: ForecastSet,

@@ -185,6 +185,35 @@ def unpack(z: dict[str, np.ndarray], taus) -> dict[str, np.ndarray]:
     return out
 
 
+CUT = "cut"   # the part of a competition's calibration cut (windows of the cut's store)
+
+
+def with_part(fs: ForecastSet, part: str, other: ForecastSet) -> ForecastSet:
+    """``fs`` with ``other``'s test part as its part ``part`` (windows of another store: a
+    competition's calibration cut, whose forecasts a stage saves beside its own)."""
+    ends = {**fs.ends, part: other.ends["test"]}
+    forecasts = {n: {**dict.fromkeys(ends), **fs.forecasts.get(n, {}),
+                     part: other.forecasts.get(n, {}).get("test")}
+                 for n in dict.fromkeys([*fs.forecasts, *other.forecasts])}
+    return ForecastSet(ends, forecasts, fs.taus, list(fs.warnings) + list(other.warnings),
+                       dict(fs.record))
+
+
+def split_part(fs: ForecastSet, part: str) -> tuple[ForecastSet, ForecastSet | None]:
+    """``fs`` without its part ``part``, and that part as the test part of a set of its own
+    (None where ``fs`` has no such part): :func:`with_part` undone."""
+    if part not in fs.ends:
+        return fs, None
+    rest = ForecastSet({k: v for k, v in fs.ends.items() if k != part},
+                       {n: {k: v for k, v in p.items() if k != part}
+                        for n, p in fs.forecasts.items()},
+                       fs.taus, list(fs.warnings), dict(fs.record))
+    alone = ForecastSet({"test": fs.ends[part]},
+                        {n: {"test": p.get(part)} for n, p in fs.forecasts.items()
+                         if p.get(part) is not None}, fs.taus, [], dict(fs.record))
+    return rest, alone
+
+
 def merge(*sets: ForecastSet) -> ForecastSet:
     """Several sets on the same windows as one, in order (the model's first); a part only
     some of them forecast (the :data:`PAST` part) is None for the others."""

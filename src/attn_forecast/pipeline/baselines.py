@@ -15,8 +15,10 @@ from ..forecasters.names import PEERS, STAT_FORECASTERS
 from ..forecasters.protocol import Forecaster
 from ..forecasters.registry import baselines
 from ..forecasters.run import run
-from ..forecasters.saved import ForecastSet, save
-from ..setup.forecasting import baselines_record, check_data, engine_of, parts, peer_settings, taus
+from ..forecasters.saved import CUT, ForecastSet, save, with_part
+from ..setup.forecasting import (baselines_record, check_data, engine_of, parts, peer_settings,
+                                 taus)
+from .prepare import cut_of
 
 
 def field_of(p: Params, season: int, features: bool, prior: str | None,
@@ -67,6 +69,14 @@ def step(params: str, prepared: str, out: str, pretrained: str | None) -> None:
     store = load(prepared)
     season = check_data(p, store)
     fs = field(p, store, season, pretrained)
+    cut_store = cut_of(p, store)     # a competition's calibration cut: the field forecasts it
+    if cut_store is not None:        # too, fitted on the series up to there (evaluate
+        cut_season = check_data(p, cut_store)             # calibrates on it)
+        with engine_of(p) as engine:
+            chosen, _ = field_of(p, cut_season, cut_store.n_features > 0, pretrained,
+                                 engine=engine)
+            fs = with_part(fs, CUT, run(cut_store, chosen, ("test",), taus(p),
+                                        season=cut_season, progress="baselines"))
     for line in fs.warnings:
         print(line, file=sys.stderr)
     found = (store.auto.get("season") or {}).get("season") or 0

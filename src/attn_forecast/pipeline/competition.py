@@ -11,13 +11,11 @@ from pathlib import Path
 
 from ..config.load import SUBSETS, check_competition_file, profile, read_yaml, resolved
 from ..config.schema import Params
-from ..data.long_table import raw_of
 from ..data.store import Store
 from ..errors import ParamsError
 from ..evaluation.calibration import calibrated_set
 from ..forecasters.saved import ForecastSet
-from .generate import chunks
-from .prepare import prepare
+from .prepare import prepared
 from ..setup.forecasting import check_data
 
 __all__ = ["SUBSETS"]  # the competitions' subsets (config.load's), read by the stages
@@ -46,14 +44,6 @@ def subset_params(path: str | Path, subset: str, overrides: dict | None = None,
     except ParamsError as err:   # a rule across keys: of this file's settings of the subset
         raise ParamsError(re.sub(r"^params\.yaml: ", f"{path} (all, then {subset}): ",
                                  str(err))) from None
-
-
-def prepared(p: Params, profile: dict, inputs: str = "data/external") -> Store:
-    """generate and prepare in memory (the competition pipeline's stages)."""
-    import pandas as pd
-    features = list(p.data.csv_feature_columns) if p.data.kind == "csv" else []
-    frame = pd.concat(list(chunks(p.data, inputs)), ignore_index=True)
-    return prepare(p, raw_of(frame, features), profile)
 
 
 def field_store(p: Params, prof: dict) -> Store:

@@ -10,16 +10,17 @@ from ..config.schema import Params
 from ..data.store import Store
 from ..data.store_io import load, profile
 from ..errors import UserInputError
-from ..evaluation.calibration import CalibrationSet, with_point_quantiles
+from ..evaluation.calibration import CalibrationSet, calibration_of, with_point_quantiles
 from ..evaluation.metrics import headline
 from ..evaluation.scoring import Evaluation, evaluate
 from ..evaluation.tables import tables
 from ..forecasters.combination import FEW, blends_of, with_combinations
 from ..forecasters.names import BLEND
 from ..forecasters import saved
-from ..forecasters.saved import ForecastSet, merge
+from ..forecasters.saved import CUT, ForecastSet, merge, split_part
 from ..io import CSV_DIGITS, rounded, write_csv, write_json
 from ..setup.forecasting import baselines_record, check_data
+from .prepare import cut_of
 
 
 def check_fresh(fs: ForecastSet, base: ForecastSet, now: dict) -> None:
@@ -77,6 +78,20 @@ def score(p: Params, store: Store, model: ForecastSet, base: ForecastSet, season
     return ev
 
 
+def cut_calibration(p: Params, store: Store, model: ForecastSet | None,
+                    base: ForecastSet | None) -> CalibrationSet | None:
+    """A competition run's calibration set: the model's and the baselines' forecasts of the
+    calibration cut (the train and baselines stages', each fitted on the series up to it) and
+    their combinations, on the cut's store: every forecaster calibrated as the competition
+    pipeline calibrates it (evaluation.calibration.calibrated_set); None for other data."""
+    cut_store = cut_of(p, store)
+    if cut_store is None or model is None or base is None:
+        return None
+    fs = combined(p, cut_store, model, base, True)
+    return calibration_of(fs, cut_store, "test", f"the calibration cut of {cut_store.n_series} "
+                          "series (the horizon before the validation cut)")
+
+
 def blend_file(p: Params, store: Store, season: int, ev: Evaluation) -> dict:
     """What the forecast command blends: the members (refitted there on each whole series),
     how the statistical ones are made (the season), each series' weights by id (a series the
@@ -98,9 +113,10 @@ def step(params: str, prepared: str, forecasts: str, baselines: str, **out: str)
     p = load_params(params, profile(prepared))
     store = load(prepared)
     season = check_data(p, store)
-    model, base = saved.load(forecasts), saved.load(baselines)
+    (model, model_cut), (base, base_cut) = (split_part(saved.load(f), CUT)
+                                            for f in (forecasts, baselines))
     check_fresh(model, base, baselines_record(p, store, season))
-    ev = score(p, store, model, base, season)
+    ev = score(p, store, model, base, season, cut_calibration(p, store, model_cut, base_cut))
     for line in ev.warnings:
         print(line, file=sys.stderr)
     made = tables(ev, store)

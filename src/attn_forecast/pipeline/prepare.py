@@ -15,13 +15,13 @@ from ..config.schema import Params
 from ..data import seasons, splits, transforms
 from ..data.build import build
 from ..data.horizon import FoldPlan, Shares, auto_horizon
-from ..data.long_table import Raw, read_long
+from ..data.long_table import Raw, raw_of, read_long
 from ..data.store import Store
 from ..data.store_io import save
 from ..errors import ParamsError, named
 from ..setup.folds import backtest_folds, fold_parts
 from ..setup.forecasting import check_data, check_norm
-from .generate import source_record
+from .generate import chunks, source_record
 from ..setup.keys import PARAMS_KEYS
 
 
@@ -115,6 +115,26 @@ def prepare(p: Params, raw: Raw, profile: dict, auto_keys=frozenset()) -> Store:
         backtest_folds(p, store)
     return store
 
+
+
+def prepared(p: Params, profile: dict, inputs: str = "data/external") -> Store:
+    """generate and prepare in memory (the competition pipeline's stages, and a
+    competition's calibration cut in the default pipeline's: :func:`cut_of`)."""
+    import pandas as pd
+    features = list(p.data.csv_feature_columns) if p.data.kind == "csv" else []
+    frame = pd.concat(list(chunks(p.data, inputs)), ignore_index=True)
+    return prepare(p, raw_of(frame, features), profile)
+
+
+def cut_of(p: Params, store: Store) -> Store | None:
+    """A competition run's calibration cut (the default pipeline's, data.kind competition):
+    the subset's series prepared as ``store`` was (its params and profile) but ending one
+    horizon before the validation cut, so that a run on it forecasts the cut as the
+    competition pipeline's stages do; None for other data (and for the cut itself)."""
+    if p.data.kind != "competition" or p.data.holdout == "calibration":
+        return None
+    cut = p.model_copy(update={"data": p.data.model_copy(update={"holdout": "calibration"})})
+    return prepared(cut, store.auto["profile"])
 
 
 def report(store: Store, p: Params, profile: str, chosen: dict) -> tuple[list[str], list[str]]:

@@ -9,11 +9,12 @@ from ..cpu import unpin_torch
 from ..data.store_io import load, profile
 from ..forecasters.neural import ModelForecaster
 from ..forecasters.run import run
-from ..forecasters.saved import save
+from ..forecasters.saved import CUT, save, with_part
 from ..io import CSV_DIGITS, write_columns, write_npz
 from ..model import checkpoint, explain, export
 from ..training.distributed import distributed
 from ..setup.forecasting import check_data, parts, taus
+from .prepare import cut_of
 from ..setup.training import device, fit, run_record
 
 
@@ -30,6 +31,10 @@ def step(params: str, prepared: str, model: str, onnx: str, onnx_meta: str, hist
     season = check_data(p, store)
     dist = distributed(t.nproc, device(t), *relaunch)
     fitted = fit(p, store, season, pretrained, dist)
+    cut_store = cut_of(p, store)    # a competition's: trained again up to its calibration cut
+    if cut_store is not None:
+        cut_season = check_data(p, cut_store)
+        again = fit(p, cut_store, cut_season, pretrained, dist)
     net, results = fitted.model, fitted.results
     if dist.rank != 0:
         return results[0]
@@ -43,6 +48,10 @@ def step(params: str, prepared: str, model: str, onnx: str, onnx_meta: str, hist
     ran = run_record(fitted.settings, net, results, p, int(store.counts("train").sum()), t.init)
     fs = run(store, [ModelForecaster(net, dist.device)], parts(p, store), taus(p),
              record={"data": store.key(), "model": ran}, season=season)
+    if cut_store is not None:   # its forecasts of the cut, which evaluate calibrates on
+        fs = with_part(fs, CUT, run(cut_store, [ModelForecaster(again.model, dist.device)],
+                                    ("test",), taus(p), season=cut_season))
+        print(f"train: the calibration cut: {again.line(cut_store, t.init)}")
     save(forecasts, fs)
     weights = explain.explain(net, store, fs.ends["test"], fs.forecasts["model"]["test"].point,
                               dist.device)

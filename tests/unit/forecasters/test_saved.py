@@ -63,3 +63,21 @@ def test_merge_keeps_the_order_and_refuses_other_windows():
     d.ends["cal"] = np.arange(1, 5)
     with pytest.raises(ValueError, match="different cal windows"):
         merge(a, d)
+
+
+def test_another_stores_windows_ride_along_as_a_part_and_come_back_out(tmp_path):
+    """A competition's calibration cut: its forecasts saved beside the set's own as the part
+    CUT (ends of the cut's store), split back out as a set of its own whose test part they
+    are; the set without it is the set as it was."""
+    from attn_forecast.forecasters.saved import CUT, split_part, with_part
+    own, cut = _set(np.arange(10, 17)), _set(np.arange(3, 6), seed=1)
+    save(tmp_path / "f.npz", with_part(own, CUT, cut))
+    rest, alone = split_part(load(tmp_path / "f.npz"), CUT)
+    assert rest.ends.keys() == own.ends.keys() and rest.record == own.record
+    np.testing.assert_array_equal(alone.ends["test"], cut.ends["test"])
+    np.testing.assert_array_equal(alone.forecasts["model"]["test"].point,
+                                  cut.forecasts["model"]["test"].point)
+    np.testing.assert_array_equal(rest.forecasts["model"]["test"].point,
+                                  own.forecasts["model"]["test"].point)
+    assert "ets" not in alone.forecasts        # no forecast of the cut: not in its set
+    assert split_part(own, CUT) == (own, None)
