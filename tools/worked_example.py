@@ -20,11 +20,34 @@ SOURCE = {"prepare.window": 10, "prepare.scaler": "none", "model.pooling": "last
 EXECUTION_KEYS = ("train.threads", "backtest.jobs")
 
 
+def leaves(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A params mapping as ``dotted.key -> value``, a nested section (``peers.nf_nhits``)
+    down to its own keys (``peers.nf_nhits.max_steps``): each one a `-S` of its own."""
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.update(leaves(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def nested(settings: dict[str, Any]) -> dict[str, Any]:
+    """:func:`leaves` undone: ``dotted.key -> value`` as a params mapping."""
+    out: dict[str, Any] = {}
+    for key, value in settings.items():
+        *path, last = key.split(".")
+        where = out
+        for part in path:
+            where = where.setdefault(part, {})
+        where[last] = value
+    return out
+
+
 def source_settings() -> dict[str, Any]:
     """The worked example as ``section.key -> value`` for every key but the prior's."""
-    out = {f"{section}.{key}": value for section, values in Params().model_dump().items()
-           for key, value in values.items() if f"{section}.{key}" not in EXECUTION_KEYS
-           and section != "pretrain"}
+    out = {k: v for k, v in leaves({s: v for s, v in Params().model_dump().items()
+                                    if s != "pretrain"}).items() if k not in EXECUTION_KEYS}
     return {**out, **SOURCE}
 
 

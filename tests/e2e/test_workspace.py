@@ -132,8 +132,10 @@ def test_source_baseline_has_every_source_setting_whatever_ran_before(repo):
              timeout=300, check=True)
     got = _exp_params(proj, "source-baseline")
     for key, value in source_settings().items():
-        section, name = key.split(".")
-        assert got[section][name] == value, key
+        where = got
+        for part in key.split("."):
+            where = where[part]
+        assert where == value, key
     # the temporary run left the workspace alone
     assert (proj.path / "params.yaml").read_text() == workspace
 

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from attn_forecast.errors import UserInputError
-from tools.worked_example import EXECUTION_KEYS, source_settings
+from tools.worked_example import EXECUTION_KEYS, leaves, nested, source_settings
 from attn_forecast.config.load import load_params, parse_params
 from attn_forecast.config.schema import Params
 from attn_forecast.errors import ParamsError
@@ -85,10 +85,10 @@ def test_source_baseline_sets_every_source_setting():
         assert got[key] == value, key
     # every key of every section, except how the run executes on this machine (and the
     # prior's, which the worked example does not use)
-    assert set(got) == {f"{sec}.{k}" for sec, vals in Params().model_dump().items()
-                        for k in vals if sec != "pretrain"} - set(EXECUTION_KEYS)
-    parse_params({s: {k.split(".")[1]: v for k, v in got.items() if k.startswith(s + ".")}
-                  for s in Params().model_dump()})
+    assert set(got) == set(leaves({sec: vals for sec, vals in Params().model_dump().items()
+                                   if sec != "pretrain"})) - set(EXECUTION_KEYS)
+    assert "peers.nf_nhits.max_steps" in got     # a nested section, down to its own keys
+    parse_params(nested(got))
 
 
 def test_repo_params_file_is_valid():
