@@ -64,9 +64,11 @@ def main(argv: list[str] | None = None) -> None:
                              f"a copy of the git project; `git add {f}` and commit it")
     # another worker's trial may be rewriting the params file this instant (`dvc exp run`
     # applies its -S to the workspace's file before copying the project): its committed
-    # version is what trials run, and each trial checks it again
-    if (root / space.params).is_file():
-        trial_params(root / space.params)
+    # version is what trials run, so that is what is checked here (each trial checks its own)
+    committed = subprocess.run(["git", "show", f"HEAD:./{space.params}"], cwd=root,
+                               capture_output=True, text=True)
+    if committed.returncode == 0:
+        trial_params(space.params, committed.stdout)
     check_outputs(root, space)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.default_int_handler)   # kill: as Ctrl-C

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..config.load import read_yaml
 from ..errors import ParamsError, UserInputError
 
@@ -200,10 +202,17 @@ def suggest(trial, space: dict) -> dict[str, Any]:
     return out
 
 
-def trial_params(path: str | Path) -> tuple[str, dict]:
+def trial_params(path: str | Path, text: str | None = None) -> tuple[str, dict]:
     """A trial's params file (competitions/tune/params.yaml): the subset, and the sections
-    whose keys replace the subset's competition settings."""
-    raw = read_yaml(path) or {}
+    whose keys replace the subset's competition settings. ``text``: the file's content as
+    given (its committed version) instead of the file's on disk."""
+    if text is None:
+        raw = read_yaml(path) or {}
+    else:
+        try:
+            raw = yaml.safe_load(text) or {}
+        except yaml.YAMLError:
+            raise ParamsError(f"{path}: not valid YAML") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("subset"), str):
         raise ParamsError(f"{path}: must name a 'subset' and the sections {SECTIONS}")
     if unknown := set(raw) - {"subset", *SECTIONS}:

@@ -133,3 +133,36 @@ def test_the_best_trial_is_written_as_the_trial_params_file(tmp_path):
     assert best["train"]["lr"] == study.best_trial.params["train.lr"]
     assert "dvc exp apply s-001" in line
     assert "dvc exp run c/dvc.yaml -S 'c/params.yaml:++monthly.train.lr=" in line
+
+
+def test_the_start_checks_the_committed_trial_params_not_a_file_mid_rewrite(tmp_path,
+                                                                           monkeypatch):
+    """A second worker starts while the first one's `dvc exp run` rewrites the workspace's
+    params file (empty for an instant): the check reads the committed version, which is what
+    the trials run; a broken committed file is still refused, naming it."""
+    import subprocess
+    space = _write(tmp_path, GOOD)
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p/dvc.yaml").write_text("stages: {}\n")
+    params = tmp_path / "p/params.yaml"
+    params.write_text(yaml.safe_dump({"subset": "monthly", "train": {"lr": 0.002}}))
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@x", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "search")
+    ran = []
+    monkeypatch.setattr(tune_command, "check_outputs", lambda root, s: None)
+    monkeypatch.setattr(tune_command, "tune", lambda *a, **k: ran.append(a))
+    monkeypatch.chdir(tmp_path)
+    params.write_text("")                          # mid-rewrite by another worker's trial
+    tune_command.main(["--space", str(space)])
+    assert len(ran) == 1
+    params.write_text("subset: [broken\n")
+    git("add", "-A")
+    git("commit", "-qm", "broken")
+    with pytest.raises(Exception) as err:
+        tune_command.main(["--space", str(space)])
+    assert str(err.value).startswith("p/params.yaml: ") and len(ran) == 1
