@@ -165,7 +165,7 @@ def epoch(group: str, n: int) -> dict:
     import torch
     from attn_forecast.setup.training import model_settings, train_settings
     from attn_forecast.training.batches import to_device
-    from attn_forecast.training.members import train_model
+    from attn_forecast.training.members import QUIET, train_model
     _, period, h, _ = GROUPS[group]
     p = parse_params({"data": {"kind": "panel"},
                       "prepare": {"window": 3 * h, "horizon": h, "min_context": 0,
@@ -178,10 +178,8 @@ def epoch(group: str, n: int) -> dict:
                                                       "resolved": {"values": {}}})
     t1 = time.perf_counter()
     data = to_device(store, torch.device("cpu"))
-    _, res = train_model(model_settings(p, store, 0), data["z"], data["train"], data["val"],
-                         train_settings(p), torch.device("cpu"), progress=False,
-                         rows=data["rows"])
-    return {"prepare": t1 - t0, "epoch": res[0].seconds, "windows": len(data["train"]),
+    _, res = train_model(model_settings(p, store, 0), data, train_settings(p), QUIET)
+    return {"prepare": t1 - t0, "epoch": res[0].seconds, "windows": len(data.train),
             "series": store.n_series}
 
 

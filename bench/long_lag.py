@@ -35,6 +35,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -52,7 +53,7 @@ from attn_forecast.forecasters.neural import ModelForecaster  # noqa: E402
 from attn_forecast.model.networks import n_parameters  # noqa: E402
 from attn_forecast.model.settings import ModelSettings  # noqa: E402
 from attn_forecast.training.batches import to_device  # noqa: E402
-from attn_forecast.training.members import train_model  # noqa: E402
+from attn_forecast.training.members import QUIET, train_model  # noqa: E402
 from attn_forecast.training.settings import TrainSettings  # noqa: E402
 
 PHI = 0.9
@@ -84,16 +85,15 @@ def run(kind: str, store, window: int, steps: int, seed: int, lag: int) -> dict:
                           batch_size=256, loss="mse", augment_noise=0.0, ensemble=1)
     data = to_device(store, torch.device("cpu"))
     t0 = time.perf_counter()
-    model, _ = train_model(settings, data["z"], data["train"], data["val"][:0], train,
-                           torch.device("cpu"), progress=False, rows=data["rows"])
+    model, _ = train_model(settings, replace(data, val=data.val[:0]), train, QUIET)
     secs = time.perf_counter() - t0
     model.eval()
     ends = store.ends("test")
     fc = ModelForecaster(model).forecast(store, ends).point[:, 0]
     mse = float(np.mean((fc - store.targets(ends)[:, 0]) ** 2))
     looked = torch.as_tensor(spread(ends, LOOKED_AT))
-    saliency = explain.saliency_by_lag(model, data["z"], looked, window, 1)
-    weights = explain.attention_weights(model, data["z"], looked, window, 1)
+    saliency = explain.saliency_by_lag(model, data.z, looked, window, 1)
+    weights = explain.attention_weights(model, data.z, looked, window, 1)
     weight = explain.lag_profile(weights, settings.pooling)[lag - 1] \
         if weights is not None else None
     return {"params": n_parameters(model), "seconds": secs, "mse": mse,

@@ -24,15 +24,14 @@ from attn_forecast.pipeline import training as pm  # noqa: E402
 from attn_forecast.pipeline.competition import model_store, subset_params  # noqa: E402
 from attn_forecast.setup.forecasting import check_data  # noqa: E402
 from attn_forecast.training.batches import to_device  # noqa: E402
-from attn_forecast.training.members import train_model  # noqa: E402
+from attn_forecast.training.members import QUIET, train_model  # noqa: E402
 
 LOSSES = ("smape", "mase", "mape")
 
 
 def timed(settings, data, p, stack: bool, losses: tuple) -> float:
     t0 = time.perf_counter()
-    train_model(settings, data["z"], data["train"], data["val"][:0], p, torch.device("cpu"),
-                progress=False, rows=data["rows"], losses=losses, stack=stack)
+    train_model(settings, replace(data, val=data.val[:0]), p, QUIET, losses=losses, stack=stack)
     return time.perf_counter() - t0
 
 

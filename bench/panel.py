@@ -151,7 +151,7 @@ def bench_global(n_series: int = 200, n_points: int = 400) -> None:
     from attn_forecast.config.load import parse_params
     from attn_forecast.forecasters.neural import ModelForecaster
     from attn_forecast.training.batches import to_device
-    from attn_forecast.training.members import train_model
+    from attn_forecast.training.members import QUIET, train_model
     from attn_forecast.setup.training import model_settings, train_settings
     params = parse_params(with_overrides(BASE, PANEL + [
         "prepare.window=24", "train.epochs=30", "train.batch_size=64", "train.device=cpu"]))
@@ -160,9 +160,8 @@ def bench_global(n_series: int = 200, n_points: int = 400) -> None:
     def run(store) -> tuple[np.ndarray, np.ndarray, float]:
         t0 = time.perf_counter()
         data = to_device(store, torch.device("cpu"))
-        model, _ = train_model(model_settings(params, store, 0), data["z"], data["train"],
-                               data["val"], train_settings(params), torch.device("cpu"),
-                               progress=False)
+        model, _ = train_model(model_settings(params, store, 0), data,
+                               train_settings(params), QUIET)
         secs = time.perf_counter() - t0
         fs = run_forecasters(store, [ModelForecaster(model), Naive()], ("test",))
         ev = evaluate(store, fs, noise_std=None)

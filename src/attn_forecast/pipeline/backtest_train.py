@@ -35,16 +35,15 @@ def train_fold(prepared_dir: str, cuts: dict, settings, train: TrainSettings, de
     from ..forecasters.neural import ModelForecaster
     from ..model.checkpoint import save as save_checkpoint
     from ..training.batches import to_device
-    from ..training.members import train_model
+    from ..training.members import QUIET, train_model
     from ..setup.training import prior
     set_threads(threads)
     fold = load(prepared_dir).refit(splits.Cuts.from_dict(cuts))
     device = torch.device(device)
     data = to_device(fold, device)
     init = prior(prior_path, fold) if prior_path else None
-    model, results = train_model(settings, data["z"], data["train"], data["val"], train,
-                                 device, progress=False, cal=data["side"], rows=data["rows"],
-                                 init=init, losses=losses, combine=combine)
+    model, results = train_model(settings, data, train, QUIET, init=init, losses=losses,
+                                 combine=combine)
     save_checkpoint(out, model, {"prepare": fold.meta(), "fold_key": key,
                                  "best_epoch": results[0].best_epoch,
                                  "history": results[0].history})

@@ -16,7 +16,7 @@ from ..forecasters.zeroshot import load_prior
 from ..model.networks import n_parameters, with_horizon
 from ..model.settings import ModelSettings
 from ..training.batches import resolve_batch, to_device
-from ..training.members import train_model
+from ..training.members import Job, train_model
 from ..training.distributed import Distributed
 from ..training.settings import TrainSettings
 from ..training.threads import choose_threads, full_batch_warning, set_threads, step_flops
@@ -107,18 +107,16 @@ def train(p: Params, settings, store, dist, prior_path: str | None = None,
     """Build and fit the model on the store's training windows in this process of the run
     (``dist``), logging every epoch through DVCLive with ``train.live``; the process group is
     closed at the end. Returns the model and each member's FitResult. ``watch(row, member)``:
-    see :func:`train_model`."""
+    see :class:`~attn_forecast.training.members.Job`."""
     from ..training.live import epoch_logger
     data, live = to_device(store, dist.device), None
     init = prior(prior_path, store, p) if p.train.init == "pretrained" else None
     try:
         live = epoch_logger(p.train.live and dist.rank == 0)  # DVCLive: rank 0 only
-        return train_model(member_settings(p, settings), data["z"], data["train"],
-                           data["val"], train_settings(p), dist.device,
-                           wrap=dist.wrapper(p.train.compile),
-                           rank=dist.rank, world=dist.world, cal=data["side"], on_epoch=live,
-                           rows=data["rows"], init=init, watch=watch,
-                           losses=tuple(p.train.losses), combine=p.model.combine)
+        job = Job(wrap=dist.wrapper(p.train.compile), rank=dist.rank, world=dist.world,
+                  on_epoch=live, watch=watch)
+        return train_model(member_settings(p, settings), data, train_settings(p), job,
+                           init=init, losses=tuple(p.train.losses), combine=p.model.combine)
     finally:
         dist.close()
         if live is not None:

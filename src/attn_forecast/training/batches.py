@@ -99,14 +99,29 @@ def rows_of(store, device: torch.device) -> Rows:
                 f32(store.scalers.scale), f32(naive), store.window)
 
 
-def to_device(store, device: torch.device) -> dict:
-    """What training reads of a store, on ``device``: the model series ``z``, the side inputs
-    (or None), the training and validation window ends and the series' Rows."""
+@dataclass(frozen=True)
+class TrainData:
+    """What training reads of a store, on the training device: the model series ``z``, the
+    training and validation window ends, the side inputs (or None) and the series' Rows."""
+    z: torch.Tensor
+    train: torch.Tensor
+    val: torch.Tensor
+    side: torch.Tensor | None = None
+    rows: Rows | None = None
+
+    @property
+    def device(self) -> torch.device:
+        return self.z.device
+
+
+def to_device(store, device: torch.device) -> TrainData:
+    """What training reads of ``store``, on ``device``."""
     side = store.side
-    return {"z": torch.from_numpy(np.asarray(store.z)).to(device),
-            "side": torch.from_numpy(np.asarray(side)).to(device) if side is not None else None,
-            **{part: torch.from_numpy(store.ends(part)).to(device) for part in ("train", "val")},
-            "rows": rows_of(store, device)}
+    ends = {part: torch.from_numpy(store.ends(part)).to(device) for part in ("train", "val")}
+    return TrainData(torch.from_numpy(np.asarray(store.z)).to(device), ends["train"],
+                     ends["val"],
+                     torch.from_numpy(np.asarray(side)).to(device) if side is not None else None,
+                     rows_of(store, device))
 
 
 class WindowBatches:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -24,7 +24,7 @@ from torch import nn
 
 from ..model.networks import Ensemble, build_model
 from ..model.settings import ModelSettings
-from .batches import Rows
+from .batches import TrainData
 from .loop import FitResult, fit_windows
 from .losses import make_loss
 from .settings import TrainSettings
@@ -62,36 +62,45 @@ def _build(s: ModelSettings, seed: int, init: nn.Module | None, device) -> nn.Mo
     return (copy.deepcopy(init) if init is not None else build_model(s)).to(device)
 
 
-def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Tensor,
-                train_ends: torch.Tensor, val_ends: torch.Tensor, p: TrainSettings,
-                device: torch.device,
-                wrap: Callable[[nn.Module], nn.Module] | None = None,
-                progress: bool | None = None, rank: int = 0, world: int = 1,
-                cal: torch.Tensor | None = None,
-                on_epoch: Callable[[dict], None] | None = None, rows: Rows | None = None,
-                init: nn.Module | None = None,
-                watch: Callable[[dict, nn.Module], None] | None = None,
-                losses: tuple = (), stack: bool | str = "auto", combine: str = "mean"
+@dataclass(frozen=True)
+class Job:
+    """This process's part in a fit, and who watches it: ``wrap`` makes a member's
+    forward-pass module (torch.compile, DistributedDataParallel), ``rank`` of ``world``
+    processes, ``progress`` the epoch bar, ``on_epoch`` sees the first member's epochs (the
+    history CSV's), ``watch(row, member)`` sees the first member after each of its epochs, with
+    the member itself (a search scoring it to prune a trial: it may raise to end the run)."""
+    wrap: Callable[[nn.Module], nn.Module] | None = None
+    rank: int = 0
+    world: int = 1
+    progress: bool | None = None
+    on_epoch: Callable[[dict], None] | None = None
+    watch: Callable[[dict, nn.Module], None] | None = None
+
+
+QUIET = Job(progress=False)
+
+
+def train_model(settings: ModelSettings | list[ModelSettings], data: TrainData,
+                p: TrainSettings, job: Job = Job(), *, init: nn.Module | None = None,
+                losses: tuple = (), combine: str = "mean", stack: bool | str = "auto"
                 ) -> tuple[nn.Module, list[FitResult]]:
-    """Build and fit the model: the members of :func:`plan`, combined by ``combine`` (mean or
-    median) when there are several. Each member starts from its own seed. ``wrap`` makes a
-    member's forward-pass module (torch.compile, DistributedDataParallel). ``on_epoch`` sees
-    the first member's epochs (the history CSV's). ``init``: every member starts from a copy
-    of this model's weights (the prior, fine-tuned) instead of random ones. ``watch(row,
-    member)`` sees the first member after each of its epochs, with the member itself (a
-    search scoring it to prune a trial: it may raise to end the run). ``stack``: True trains
-    the members of one shape as one batched network (stacked.py: a different ensemble, see
-    the module's docstring) where it can (one process, no wrap, no watch); False or "auto":
-    one after another, on every device."""
+    """Build and fit the model on ``data`` (on the training device): the members of
+    :func:`plan`, combined by ``combine`` (mean or median) when there are several, each
+    starting from its own seed, in this process's part of the run (``job``). ``init``: every
+    member starts from a copy of this model's weights (the prior, fine-tuned) instead of random
+    ones. ``stack``: True trains the members of one shape as one batched network (stacked.py:
+    a different ensemble, see the module's docstring) where it can (one process, no wrap, no
+    watch); False or "auto": one after another, on every device."""
     members = plan(settings, p, losses)
     groups: dict[ModelSettings, list[int]] = {}
     for i, (s, _, _) in enumerate(members):
         groups.setdefault(s, []).append(i)
     if stack not in (True, False, "auto"):
         raise ValueError(f"stack must be True, False or 'auto', got {stack!r}")
-    batched = stack is True and world == 1 and wrap is None and watch is None
-    kw = dict(cal=cal, rows=rows, progress=progress, rank=rank, world=world,
-              keep_start=init is not None)
+    batched = stack is True and job.world == 1 and job.wrap is None and job.watch is None
+    device, series, train_ends, val_ends = data.device, data.z, data.train, data.val
+    kw = dict(cal=data.side, rows=data.rows, progress=job.progress, rank=job.rank,
+              world=job.world, keep_start=init is not None)
     models: list[nn.Module | None] = [None] * len(members)
     results: list[FitResult | None] = [None] * len(members)
     for s, idx in groups.items():
@@ -102,7 +111,7 @@ def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Ten
             first_p = replace(p, seed=members[idx[0]][2], loss=members[idx[0]][1])
             t0 = time.perf_counter()
             res = fit_windows(stacked, series, train_ends, val_ends, first_p, loss_fn=loss,
-                              on_epoch=on_epoch if idx[0] == 0 else None, **kw)
+                              on_epoch=job.on_epoch if idx[0] == 0 else None, **kw)
             seconds = time.perf_counter() - t0
             for i, m in zip(idx, stacked.unstack()):
                 models[i] = m
@@ -114,9 +123,9 @@ def train_model(settings: ModelSettings | list[ModelSettings], series: torch.Ten
             model = _build(s_i, seed, init, device)
             member_p = replace(p, seed=seed, loss=loss_i)
             results[i] = fit_windows(model, series, train_ends, val_ends, member_p,
-                                     step_model=wrap(model) if wrap else None,
-                                     on_epoch=_watched(on_epoch, watch, model) if i == 0
-                                     else None, **kw)
+                                     step_model=job.wrap(model) if job.wrap else None,
+                                     on_epoch=_watched(job.on_epoch, job.watch, model)
+                                     if i == 0 else None, **kw)
             results[i].loss = loss_i
             models[i] = model
     if len(models) == 1:

@@ -20,7 +20,7 @@ from attn_forecast.model.settings import ModelSettings
 from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 from attn_forecast.training.batches import Rows, rows_of, to_device
-from attn_forecast.training.members import train_model
+from attn_forecast.training.members import QUIET, train_model
 from attn_forecast.training.losses import LevelLoss
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -187,8 +187,7 @@ def test_an_ensemble_over_lookbacks_reads_each_members_newest_steps(tmp_path):
     base = ModelSettings(window=12, horizon=3, d_model=8, ffn_dim=8, instance_norm="mean")
     kinds = [replace(base, window=w) for w in (12, 6)]
     p = TrainSettings(epochs=2, ensemble=1, loss="smape", augment_noise=0.0, batch_size=0)
-    model, results = train_model(kinds, data["z"], data["train"], data["val"], p,
-                                 torch.device("cpu"), progress=False, rows=data["rows"])
+    model, results = train_model(kinds, data, p, QUIET)
     assert [m.settings.window for m in model.members] == [12, 6] and len(results) == 2
     x = torch.rand(2, 12) + 1
     with torch.no_grad():

@@ -32,7 +32,7 @@ from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 from attn_forecast.forecasters.neural import ModelForecaster
 from attn_forecast.training.batches import to_device
-from attn_forecast.training.members import train_model
+from attn_forecast.training.members import QUIET, train_model
 from attn_forecast.setup.training import prior
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -84,8 +84,7 @@ def _train(store, init=None) -> torch.nn.Module:
                       residual=True, pooling="flatten", instance_norm="revin")
     data = to_device(store, torch.device("cpu"))
     settings = init.settings if init is not None else s
-    model, _ = train_model(settings, data["z"], data["train"], data["val"], p,
-                           torch.device("cpu"), progress=False, rows=data["rows"], init=init)
+    model, _ = train_model(settings, data, p, QUIET, init=init)
     return model
 
 
@@ -274,8 +273,7 @@ def _calibrated(raw: Raw):
     s = ModelSettings(window=WINDOW, horizon=H, d_model=8, ffn_dim=16, n_heads=2, n_layers=1,
                       residual=True, pooling="flatten", instance_norm="revin")
     data = to_device(store, torch.device("cpu"))
-    net, _ = train_model(s, data["z"], data["train"], data["val"], p, torch.device("cpu"),
-                         progress=False, rows=data["rows"])
+    net, _ = train_model(s, data, p, QUIET)
     model = run(store, [ModelForecaster(net)], ("test", "cal"), CAL_TAUS, season=SEASON)
     # a point model: its intervals come from its point at every level, calibrated
     assert model.forecasts["model"]["test"].quantiles is None

@@ -17,8 +17,8 @@ from attn_forecast.errors import ParamsError
 from attn_forecast.config.profiles import profiles
 from attn_forecast.data.long_table import Raw
 from attn_forecast.forecasters.neural import ModelForecaster
-from attn_forecast.training.batches import rows_of
-from attn_forecast.training.members import train_model
+from attn_forecast.training.batches import TrainData, rows_of
+from attn_forecast.training.members import QUIET, train_model
 from attn_forecast.setup.training import model_settings, prior
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -176,8 +176,8 @@ def test_fine_tuning_starts_from_the_prior_and_leaves_it_untouched(tmp_path):
 
     def tune(**kw):
         p = TrainSettings(**{"epochs": 2, "ensemble": 1, "augment_noise": 0.0, **kw})
-        return train_model(settings, z, tr, va, p, torch.device("cpu"), progress=False,
-                           rows=rows_of(store, "cpu"), init=start)[0]
+        return train_model(settings, TrainData(z, tr, va, rows=rows_of(store, "cpu")), p,
+                           QUIET, init=start)[0]
     for k, v in tune(lr=1e-9).state_dict().items():   # a step of nothing: the prior's weights
         torch.testing.assert_close(v, before[k])
     tuned = tune(lr=1e-2)
@@ -198,8 +198,8 @@ def test_fine_tuning_that_never_helps_on_validation_returns_the_prior(tmp_path):
     from attn_forecast.training.settings import TrainSettings
     # a learning rate that wrecks the weights: every epoch is worse than the start
     tp = TrainSettings(epochs=3, ensemble=1, augment_noise=0.0, lr=50.0, patience=0)
-    tuned, res = train_model(settings, z, tr, va, tp, torch.device("cpu"), progress=False,
-                             rows=rows_of(store, "cpu"), init=start)
+    tuned, res = train_model(settings, TrainData(z, tr, va, rows=rows_of(store, "cpu")),
+                             tp, QUIET, init=start)
     assert res[0].best_epoch == 0 and len(res[0].history) == 3
     for k, v in tuned.state_dict().items():
         torch.testing.assert_close(v, before[k])

@@ -14,7 +14,7 @@ from attn_forecast.model.export import export
 from attn_forecast.model.kinds import KINDS
 from attn_forecast.model.settings import ModelSettings
 from attn_forecast.training.batches import to_device
-from attn_forecast.training.members import train_model
+from attn_forecast.training.members import QUIET, train_model
 from attn_forecast.training.threads import activation_bytes, step_flops
 from unit.training.helpers import _p, _sine, _store
 
@@ -79,9 +79,7 @@ def test_a_toy_kind_trains_forecasts_checkpoints_and_exports(toy, tmp_path):
     assert activation_bytes(toy, 4) == 4.0 * 4 * Toy.activations(toy)
     store = _store([_sine(160, seed=0), _sine(140, seed=1) * 3], horizon=2)
     data = to_device(store, torch.device("cpu"))
-    model, results = train_model(toy, data["z"], data["train"], data["val"],
-                                 _p(epochs=3, loss="pinball", seed=1), torch.device("cpu"),
-                                 progress=False, rows=data["rows"])
+    model, results = train_model(toy, data, _p(epochs=3, loss="pinball", seed=1), QUIET)
     assert isinstance(model, ToyForecaster) and len(results[0].history) == 3
     ends = store.ends("test")
     forecast = ModelForecaster(model).forecast(store, ends, (0.1, 0.5, 0.9))

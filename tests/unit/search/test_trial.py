@@ -126,8 +126,8 @@ def test_the_step_plan_is_the_training_loops(monkeypatch):
     from torch import nn
     from attn_forecast.training.settings import TrainSettings
     from attn_forecast.model.settings import ModelSettings
-    from attn_forecast.training.batches import resolve_batch
-    from attn_forecast.training.members import train_model
+    from attn_forecast.training.batches import TrainData, resolve_batch
+    from attn_forecast.training.members import Job, train_model
     torch.set_num_threads(1)
     series = torch.sin(torch.arange(300, dtype=torch.float32) / 5)
     ends = torch.arange(16, 250)                       # 234 training windows
@@ -147,10 +147,10 @@ def test_the_step_plan_is_the_training_loops(monkeypatch):
         per_epoch, budget = search_trial.step_plan(len(ends), resolve_batch(batch, len(ends)),
                                              epochs, max_steps)
         taken[0], seen = 0, []
-        train_model(ModelSettings(window=16, d_model=8, ffn_dim=16), series, ends,
-                    torch.zeros(0, dtype=torch.int64), p, torch.device("cpu"), wrap=Counted,
-                    progress=False, watch=lambda row, m: seen.append(
-                        (min(row["epoch"] * per_epoch, budget), taken[0])))
+        train_model(ModelSettings(window=16, d_model=8, ffn_dim=16),
+                    TrainData(series, ends, torch.zeros(0, dtype=torch.int64)), p,
+                    Job(wrap=Counted, progress=False, watch=lambda row, m: seen.append(
+                        (min(row["epoch"] * per_epoch, budget), taken[0]))))
         assert seen and all(planned == real for planned, real in seen), (batch, seen)
         assert seen[-1][0] == budget, (batch, seen)
 

@@ -73,18 +73,18 @@ def test_to_device_holds_what_training_reads():
     store = _store([_sine(90), _sine(110, seed=1)], val=0.1, time_features=("dayofweek",),
                    t=t)
     got = to_device(store, torch.device("cpu"))
-    assert got["z"].dtype == torch.float32 and np.array_equal(got["z"].numpy(), store.z)
-    assert np.array_equal(got["side"].numpy(), store.side) and got["side"].shape[1] == 2
+    assert got.z.dtype == torch.float32 and np.array_equal(got.z.numpy(), store.z)
+    assert np.array_equal(got.side.numpy(), store.side) and got.side.shape[1] == 2
     for part in ("train", "val"):
-        assert np.array_equal(got[part].numpy(), store.ends(part))
-    assert to_device(_store([_sine()]), torch.device("cpu"))["side"] is None
+        assert np.array_equal(getattr(got, part).numpy(), store.ends(part))
+    assert to_device(_store([_sine()]), torch.device("cpu")).side is None
 
 
 def test_the_side_inputs_training_reads_are_the_stores_rows():
     store = _with_calendar_and_features()
     data = to_device(store, torch.device("cpu"))
-    e = data["train"][:4]
-    cin, cout = gather_side(data["side"], e, 14, 3)
+    e = data.train[:4]
+    cin, cout = gather_side(data.side, e, 14, 3)
     for k, end in enumerate(e.tolist()):
         assert np.array_equal(cin[k].numpy(), store.side[end - 14:end])
         assert np.array_equal(cout[k].numpy(), store.side[end:end + 3])

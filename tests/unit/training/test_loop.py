@@ -75,7 +75,7 @@ def test_epoch_loss_is_mean_over_all_training_windows(bs, calendar):
     t = pd.date_range("2024-01-01", periods=160, freq="h").to_numpy("datetime64[s]")
     store = _store([_sine()], time_features=("hour",) if calendar else (), t=t)
     z, tr, _, _ = _data(store)
-    cal = to_device(store, torch.device("cpu"))["side"]
+    cal = to_device(store, torch.device("cpu")).side
     assert (cal is not None) == calendar
     assert len(tr) % 16 and len(tr) % 7
     m = _tiny(n_time_features=store.n_time_features)

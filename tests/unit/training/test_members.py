@@ -23,7 +23,7 @@ from attn_forecast.data.windows import gather
 from attn_forecast.training.batches import to_device
 from attn_forecast.training.loop import evaluate_loss, fit_windows
 from attn_forecast.training.losses import make_loss
-from attn_forecast.training.members import plan, train_model
+from attn_forecast.training.members import QUIET, Job, plan, train_model
 from attn_forecast.training.stacked import Stacked, StackedLoss
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -80,16 +80,16 @@ def test_a_stacked_members_gradient_is_its_own_loss_alone(losses, heads):
         alone.append(build_model(s_i))
     stacked = Stacked([copy.deepcopy(m) for m in alone])
     loss = StackedLoss([make_loss(name, ()) for _, name, _ in members])
-    ends = data["train"][:40]
-    x, y = gather(data["z"], ends, W, 3)
-    sid = data["rows"].sid(ends)
+    ends = data.train[:40]
+    x, y = gather(data.z, ends, W, 3)
+    sid = data.rows.sid(ends)
     pred = stacked(x)[0]                                      # (K, B, H)
-    loss(pred, y, sid, data["rows"]).backward()
+    loss(pred, y, sid, data.rows).backward()
     grads = dict(zip(stacked.names, (q.grad for q in stacked.stacked)))
     for k, (m, (_, name, _)) in enumerate(zip(alone, members)):
         out = m(x, need_weights=True)[0]     # the explicit attention path, as stacked takes
         torch.testing.assert_close(pred[k].detach(), out.detach(), rtol=1e-3, atol=1e-4)
-        make_loss(name, ())(out, y, sid, data["rows"]).backward()
+        make_loss(name, ())(out, y, sid, data.rows).backward()
         for key, q in m.named_parameters():
             scale = float(q.grad.abs().max()) + 1e-12
             tol = 5e-3 if name != "mae" else 5e-2
@@ -98,7 +98,7 @@ def test_a_stacked_members_gradient_is_its_own_loss_alone(losses, heads):
 
 
 def _forecasts(model, data) -> list[torch.Tensor]:
-    x, _ = gather(data["z"], data["train"], W, 3)
+    x, _ = gather(data.z, data.train, W, 3)
     with torch.no_grad():
         return [m(x)[0] for m in model.members]
 
@@ -122,22 +122,22 @@ def test_stacked_members_against_the_loop_path(ensemble, losses):
     s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16, n_heads=2)
     p = _p(ensemble=ensemble, seed=3, loss="mse", max_steps=12, augment_noise=0.1)
     none = torch.zeros(0, dtype=torch.int64)
-    kw = dict(progress=False, rows=data["rows"], losses=losses)
-    runs = {stack: train_model(s, data["z"], data["train"], none, p, torch.device("cpu"),
-                               stack=stack, **kw)[0] for stack in (True, False, "auto")}
+    kw = dict(losses=losses)
+    runs = {stack: train_model(s, replace(data, val=none), p, QUIET, stack=stack, **kw)[0]
+            for stack in (True, False, "auto")}
     assert all(isinstance(m, Ensemble) for m in runs.values())
     for a, b in zip(runs[False].state_dict().values(), runs["auto"].state_dict().values()):
         assert torch.equal(a, b)                                 # auto: the loop
-    _, y = gather(data["z"], data["train"], W, 3)
+    _, y = gather(data.z, data.train, W, 3)
     stacked, loop = _forecasts(runs[True], data), _forecasts(runs[False], data)
     assert _close(stacked[0], loop[0], y)                          # member 0: the same
     (s1, loss1, seed1), first = plan(s, p, losses)[1], plan(s, p, losses)[0][2]
     torch.manual_seed(seed1)
     alone = build_model(s1)                 # member 1 in the loop on member 0's batches
-    fit_windows(alone, data["z"], data["train"], none, replace(p, seed=first, loss=loss1),
-                rows=data["rows"], progress=False)
+    fit_windows(alone, data.z, data.train, none, replace(p, seed=first, loss=loss1),
+                rows=data.rows, progress=False)
     with torch.no_grad():
-        on_first = alone(gather(data["z"], data["train"], W, 3)[0])[0]
+        on_first = alone(gather(data.z, data.train, W, 3)[0])[0]
     assert _close(stacked[1], on_first, y)
     far, near = ((stacked[1] - b).abs().mean() for b in (loop[1], on_first))
     assert far > 100 * near                          # not the loop path's member 1
@@ -156,12 +156,10 @@ def test_auto_never_stacks_and_a_bad_value_is_refused(monkeypatch, device):
     monkeypatch.setattr(members, "Stacked", refuse)
     data = to_device(_store(), torch.device(device))
     s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16)
-    model, _ = train_model(s, data["z"], data["train"], data["val"], _p(ensemble=2, epochs=1),
-                           torch.device(device), progress=False, rows=data["rows"])
+    model, _ = train_model(s, data, _p(ensemble=2, epochs=1), QUIET)
     assert isinstance(model, Ensemble) and len(model.members) == 2
     with pytest.raises(ValueError, match="stack must be True, False or 'auto', got 'yes'"):
-        train_model(s, data["z"], data["train"], data["val"], _p(ensemble=2, epochs=1),
-                    torch.device(device), progress=False, rows=data["rows"], stack="yes")
+        train_model(s, data, _p(ensemble=2, epochs=1), QUIET, stack="yes")
 
 
 def test_stacked_members_stop_together_on_their_summed_validation_losses():
@@ -172,13 +170,11 @@ def test_stacked_members_stop_together_on_their_summed_validation_losses():
     data = to_device(store, torch.device("cpu"))
     s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16)
     p = _p(seed=1, epochs=6, lr=0.02, patience=2)
-    model, results = train_model(s, data["z"], data["train"], data["val"], p,
-                                 torch.device("cpu"), progress=False, rows=data["rows"],
-                                 losses=("mse", "mae"), stack=True)
+    model, results = train_model(s, data, p, QUIET, losses=("mse", "mae"), stack=True)
     best = results[0].best_epoch
     assert best >= 1 and {r.best_epoch for r in results} == {best}
-    own = [evaluate_loss(m, data["z"], data["val"], W, 3, make_loss(name, ()),
-                         rows=data["rows"]) for m, name in zip(model.members, ("mse", "mae"))]
+    own = [evaluate_loss(m, data.z, data.val, W, 3, make_loss(name, ()),
+                         rows=data.rows) for m, name in zip(model.members, ("mse", "mae"))]
     assert own[0] > 3 * own[1]                           # losses of different scales
     summed = results[0].history[best - 1]["val_loss"]
     assert summed == pytest.approx(sum(own), rel=1e-4)
@@ -208,10 +204,8 @@ def test_stacked_training_is_deterministic_and_the_history_is_the_groups():
     s = ModelSettings(window=W, horizon=3, d_model=8, ffn_dim=16)
     p = _p(ensemble=3, seed=0)
     seen = []
-    a, ra = train_model(s, data["z"], data["train"], data["val"], p, torch.device("cpu"),
-                        progress=False, rows=data["rows"], on_epoch=seen.append, stack=True)
-    b, _ = train_model(s, data["z"], data["train"], data["val"], p, torch.device("cpu"),
-                       progress=False, rows=data["rows"], stack=True)
+    a, ra = train_model(s, data, p, Job(progress=False, on_epoch=seen.append), stack=True)
+    b, _ = train_model(s, data, p, QUIET, stack=True)
     for x, y in zip(a.state_dict().values(), b.state_dict().values()):
         assert torch.equal(x, y)
     assert seen == ra[0].history and len(seen) == 4 and ra[0].history == ra[2].history
