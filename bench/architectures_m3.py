@@ -43,7 +43,7 @@ def errors(store, point: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.n
     y = store.targets(ends)
     smape = 200 * np.abs(y - point) / np.maximum(np.abs(y) + np.abs(point), 1e-12)
     sid, lags = store.series_of(ends), store.lags()
-    scale = np.array([naive_scale(store.train_levels(int(i)), int(lags[int(i)])) for i in sid])
+    scale = np.array([naive_scale(store.train_y(int(i)), int(lags[int(i)])) for i in sid])
     return smape, np.abs(y - point) / np.where(scale > 0, scale, np.nan)[:, None]
 
 

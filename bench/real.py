@@ -98,7 +98,7 @@ class Fracast:
         first = store.offsets[store.series_of(ends)] + store.offset
         ctx = np.full((len(ends), W), np.nan, dtype=np.float32)
         for k, (e, f) in enumerate(zip(ends, first)):
-            hist = np.asarray(store.levels[max(f, e - W):e], dtype=np.float32)
+            hist = np.asarray(store.y[max(f, e - W):e], dtype=np.float32)
             ctx[k, W - len(hist):] = hist
         q = self.model.forecast_batch(ctx, horizon=H)
         mid = int(np.argmin(np.abs(np.asarray(self.model.quantiles) - 0.5)))

@@ -55,7 +55,7 @@ def torch_runner(model: torch.nn.Module):
     return run
 
 
-def forecast_series(model: torch.nn.Module, meta: dict, levels: np.ndarray, steps: int,
+def forecast_series(model: torch.nn.Module, meta: dict, y: np.ndarray, steps: int,
                     scaler: tuple[float, float], times: np.ndarray,
                     features: np.ndarray | None = None,
                     feature_scaler: tuple[np.ndarray, np.ndarray] | None = None
@@ -72,7 +72,7 @@ def forecast_series(model: torch.nn.Module, meta: dict, levels: np.ndarray, step
                         axis=1)
         fz = [np.nan_to_num((cols - feature_scaler[0]) / feature_scaler[1], nan=0.0)]
     values, head = network_future(torch_runner(model), meta, model.settings.window,
-                                  model.settings.quantiles, [levels], [times], steps, [scaler],
+                                  model.settings.quantiles, [y], [times], steps, [scaler],
                                   fz)
     return values[0], (head[0] if head is not None else None)
 
@@ -158,25 +158,25 @@ def main(argv: list[str] | None = None) -> None:
     iv = read_beside(args.intervals, args.model, "intervals.json", "--intervals")
     taus = tuple(iv["levels"]) if iv and iv.get("levels") else tuple(model.settings.quantiles)
     for a, b in zip(bounds[:-1], bounds[1:]):
-        sid, levels = str(ids[a]), frame["value"].to_numpy()[a:b]
+        sid, y = str(ids[a]), frame["value"].to_numpy()[a:b]
         feats = frame[[FEATURE_PREFIX + f for f in meta["features"]]].to_numpy()[a:b] \
             if meta["features"] else None
         k = lookup.get(sid)
         try:
             if k is not None:
                 scaler = (known["center"][k], known["scale"][k])
-                far += far_from(levels, meta, scaler, sid)
+                far += far_from(y, meta, scaler, sid)
                 fs = (np.asarray(known["feature_center"][k]),
                       np.asarray(known["feature_scale"][k])) if feats is not None else None
             else:
-                z = transforms.model_series(levels, meta["transform"], "the model's transform")
+                z = transforms.model_series(y, meta["transform"], "the model's transform")
                 scaler = fit_one(z[off:], meta["scaler"])
                 fs = _own_feature_scaler(meta, feats) if feats is not None else None
-            values, head = forecast_series(model, meta, levels, args.steps, scaler,
+            values, head = forecast_series(model, meta, y, args.steps, scaler,
                                            frame["t"].to_numpy()[a:b], feats, fs)
             values, quant, how, used = outlook(BLEND if blend else "model",
                                                model.settings.quantiles, meta["horizon"],
-                                               values, head, blend, iv, sid, levels,
+                                               values, head, blend, iv, sid, y,
                                                args.steps, lag_of(iv, sid))
             if used:
                 blend_lines.append(used)

@@ -27,12 +27,12 @@ def build(raw: Raw, *, window: int, horizon: int, fracs: dict, scaler: str, tran
                       test_size, blend=bool(fracs.get("blend")) and fracs["val"] > 0)
     raw, cuts, dropped = usable(raw, cuts, window, horizon, off, fracs, context,
                                 test_size is not None)
-    values = model_values(raw.levels, raw.offsets, transform, raw.ids, "<transform>")
+    values = model_values(raw.y, raw.offsets, transform, raw.ids, "<transform>")
     s = scaling.fit(values, raw.offsets, cuts.train_start, cuts.val_start, off, scaler)
     z = scaling.scale_series(values, raw.offsets, s, off)
     del values
     side, extra = side_inputs(raw, cuts, off, time_features, feature_transforms)
-    return Store(raw.ids, raw.offsets, cuts, s, raw.levels, raw.signal, raw.t, z, window,
+    return Store(raw.ids, raw.offsets, cuts, s, raw.y, raw.signal, raw.t, z, window,
                  horizon, transform, side=side, time_features=tuple(time_features),
                  source=dict(source or {}), dropped=dropped, auto=dict(auto or {}),
                  context=context, periods=raw.periods, **extra)

@@ -21,7 +21,7 @@ class Raw:
     ids: np.ndarray                   # (S,) str
     offsets: np.ndarray               # (S + 1,) int64
     t: np.ndarray                     # (R,) float64 or datetime64[s]
-    levels: np.ndarray                # (R,) float64
+    y: np.ndarray                     # (R,) float64, the table's value column
     signal: np.ndarray                # (R,) float64
     features: np.ndarray | None = None   # (R, F) raw past covariates
     feature_names: tuple = ()
@@ -34,7 +34,7 @@ class Raw:
         n = np.diff(self.offsets)[keep]
         per = (lambda a: None if a is None else a[keep])  # noqa: E731
         return Raw(self.ids[keep], np.concatenate([[0], np.cumsum(n)]).astype(np.int64),
-                   self.t[rows], self.levels[rows], self.signal[rows],
+                   self.t[rows], self.y[rows], self.signal[rows],
                    None if self.features is None else self.features[rows], self.feature_names,
                    per(self.horizons), per(self.periods))
 

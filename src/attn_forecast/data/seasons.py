@@ -74,7 +74,7 @@ def window_for(season: int, n_train: int, patch_len: int = 0, patch_stride: int 
     return {"window": window, "reason": why}
 
 
-def choose(levels: np.ndarray, offsets: np.ndarray, n_train: np.ndarray, window: int | str,
+def choose(y: np.ndarray, offsets: np.ndarray, n_train: np.ndarray, window: int | str,
            patch_len: int = 0, patch_stride: int = 0, sample: int = 500,
            periods: np.ndarray | None = None) -> dict:
     """The season of the training parts (``n_train`` (S,) leading values of each series),
@@ -92,7 +92,7 @@ def choose(levels: np.ndarray, offsets: np.ndarray, n_train: np.ndarray, window:
             out["window"] = window_for(season, int(np.median(n_train)), patch_len, patch_stride)
         return out
     picked = spread(np.arange(len(n_train)), sample)
-    found = [detect_season(levels[offsets[i]:offsets[i] + n_train[i]]) for i in picked]
+    found = [detect_season(y[offsets[i]:offsets[i] + n_train[i]]) for i in picked]
     vals, counts = np.unique([f["season"] for f in found], return_counts=True)
     season = int(vals[np.argmax(counts)])
     if len(picked) == 1:

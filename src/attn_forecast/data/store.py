@@ -1,8 +1,8 @@
 """The prepared dataset: 1..N series in one flat, memory-mappable layout.
 
-Series ``i`` is rows ``offsets[i]:offsets[i + 1]`` of every flat array: ``levels`` (its own
-units), ``signal`` (a synthetic series' noise-free value, else NaN), ``t`` (numbers or
-datetime64) and ``z`` (the transformed, scaled model series, level-aligned: see
+Series ``i`` is rows ``offsets[i]:offsets[i + 1]`` of every flat array: ``y`` (its values in
+its own units), ``signal`` (a synthetic series' noise-free value, else NaN), ``t`` (numbers or
+datetime64) and ``z`` (the transformed, scaled model series, row-aligned with ``y``: see
 transforms.py), and optionally ``side`` (calendar inputs, then the scaled past covariates).
 Each series has its own parts (splits.Cuts) and its own scaler, fitted on its training part.
 A single series is the case N = 1: there is no other layout.
@@ -25,7 +25,7 @@ class Store:
     offsets: np.ndarray        # (S + 1,) int64
     cuts: splits.Cuts          # each series' parts, in its own rows
     scalers: scaling.Scalers   # each series' scaler of the model series
-    levels: np.ndarray         # (R,) float64
+    y: np.ndarray              # (R,) float64, in the series' own units
     signal: np.ndarray         # (R,) float64, NaN where there is none
     t: np.ndarray              # (R,) float64 steps or datetime64[s] times
     z: np.ndarray              # (R,) float32, level-aligned, scaled
@@ -94,28 +94,28 @@ class Store:
 
     def targets(self, ends: np.ndarray) -> np.ndarray:
         """(N, H) levels of each window's targets."""
-        return self.levels[ends[:, None] + np.arange(self.horizon)[None, :]]
+        return self.y[ends[:, None] + np.arange(self.horizon)[None, :]]
 
     def last(self, ends: np.ndarray) -> np.ndarray:
         """(N,) the last level known before each window's targets."""
-        return self.levels[ends - 1]
+        return self.y[ends - 1]
 
-    def to_levels(self, z_pred: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    def to_y(self, z_pred: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """Model-space forecasts (N, H) (or quantiles (N, H, Q)) back in levels."""
         if z_pred.ndim == 3:
-            return np.stack([self.to_levels(z_pred[..., k], ends)
+            return np.stack([self.to_y(z_pred[..., k], ends)
                              for k in range(z_pred.shape[-1])], axis=-1)
         sid = self.series_of(ends)
         unscaled = self.scalers.invert(z_pred.astype(np.float64), sid[:, None])
-        return transforms.to_levels(unscaled, self.last(ends), self.transform)
+        return transforms.to_y(unscaled, self.last(ends), self.transform)
 
     def rows(self, i: int) -> slice:
         return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
 
-    def train_levels(self, i: int) -> np.ndarray:
+    def train_y(self, i: int) -> np.ndarray:
         """Series ``i``'s training part in levels (its in-sample part)."""
         a = int(self.offsets[i])
-        return self.levels[a + int(self.cuts.train_start[i]):a + int(self.cuts.val_start[i])]
+        return self.y[a + int(self.cuts.train_start[i]):a + int(self.cuts.val_start[i])]
 
     # ------------------------------------------------------------ records
     def meta(self) -> dict:
@@ -145,7 +145,7 @@ class Store:
     def refit(self, cuts: splits.Cuts) -> Store:
         """The same data cut by ``cuts`` (a backtest fold), every scaler refitted on the new
         training parts only: no statistic from after a fold's origin."""
-        raw = model_values(self.levels, self.offsets, self.transform, self.ids)
+        raw = model_values(self.y, self.offsets, self.transform, self.ids)
         s = scaling.fit(raw, self.offsets, cuts.train_start, cuts.val_start, self.offset,
                         self.scalers.kind)
         z = scaling.scale_series(raw, self.offsets, s, self.offset)
@@ -158,14 +158,14 @@ class Store:
                        feature_scale=fs)
 
 
-def model_values(levels: np.ndarray, offsets: np.ndarray, transform: str, ids: np.ndarray,
+def model_values(y: np.ndarray, offsets: np.ndarray, transform: str, ids: np.ndarray,
                  what: str = "<transform>") -> np.ndarray:
     """The unscaled, level-aligned model series of every series (float64)."""
-    out = np.empty(len(levels))
+    out = np.empty(len(y))
     for i in range(len(offsets) - 1):
         a, b = int(offsets[i]), int(offsets[i + 1])
         try:
-            out[a:b] = transforms.model_series(levels[a:b], transform, what)
+            out[a:b] = transforms.model_series(y[a:b], transform, what)
         except SettingError as err:
             raise SettingError(f"series '{ids[i]}': {err.template}" if len(ids) > 1
                                else err.template) from None

@@ -14,13 +14,15 @@ from . import scaling, splits
 from .store import Store
 
 STORE_FILE = "store.json"
-ARRAYS = ("levels", "signal", "t", "z")
+# each flat array's file (attribute -> name): the values in the series' own units keep the file
+# name they have always had, so a store on disk (and its DVC hash) is the same
+ARRAYS = {"y": "levels", "signal": "signal", "t": "t", "z": "z"}
 
 
 def save(folder: str | Path, s: Store) -> None:
     """Write the store, replacing whatever the folder held."""
     with replace_files(folder) as tmp:
-        arrays = {name: getattr(s, name) for name in ARRAYS}
+        arrays = {file: getattr(s, name) for name, file in ARRAYS.items()}
         if s.side is not None:
             arrays["side"] = s.side
         if s.feature_cols is not None:
@@ -69,7 +71,7 @@ def load(folder: str | Path, mmap: bool = True) -> Store:
                        blend_start=idx.get("blend_start"))
     return Store(idx["ids"], idx["offsets"], cuts,
                  scaling.Scalers(meta["scaler"], idx["center"], idx["scale"]),
-                 *(arr(name) for name in ARRAYS), meta["window"], meta["horizon"],
+                 *(arr(file) for file in ARRAYS.values()), meta["window"], meta["horizon"],
                  meta["transform"], side=arr("side"),
                  time_features=tuple(meta["time_features"]), features=tuple(meta["features"]),
                  feature_transforms=tuple(meta["feature_transforms"]),

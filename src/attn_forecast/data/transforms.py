@@ -22,10 +22,10 @@ def _first(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-def model_series(levels: np.ndarray, kind: str, what: str = "<transform>") -> np.ndarray:
+def model_series(y: np.ndarray, kind: str, what: str = "<transform>") -> np.ndarray:
     """Level-aligned model values (float64) of one series; row 0 is 0 for diff and
     log_return. ``what`` names the setting in errors."""
-    v = np.asarray(levels, dtype=np.float64)
+    v = np.asarray(y, dtype=np.float64)
     if kind == "none":
         return v.copy()
     out = np.zeros(len(v))
@@ -42,14 +42,15 @@ def model_series(levels: np.ndarray, kind: str, what: str = "<transform>") -> np
     return out
 
 
-def to_levels(z: np.ndarray, last_level: np.ndarray, kind: str) -> np.ndarray:
-    """Levels from model-space steps ``z`` (N, H) given the last known level (N,)."""
+def to_y(z: np.ndarray, last_y: np.ndarray, kind: str) -> np.ndarray:
+    """Values in the series' units from model-space steps ``z`` (N, H) given the last known
+    value (N,)."""
     if kind == "none":
         return z
     steps = np.cumsum(z, axis=-1)
     if kind == "diff":
-        return last_level[:, None] + steps
-    return last_level[:, None] * np.exp(steps)
+        return last_y[:, None] + steps
+    return last_y[:, None] * np.exp(steps)
 
 
 def feature_series(raw: np.ndarray, kind: str, what: str) -> np.ndarray:

@@ -50,10 +50,10 @@ def scales(store: Store, unit: str = "naive_error") -> np.ndarray:
     lag 1, or its season), or its mean absolute level; a series without one (a constant
     training part) takes the others' mean."""
     if unit == "level":
-        u = np.array([np.mean(np.abs(store.train_levels(i))) if len(store.train_levels(i))
+        u = np.array([np.mean(np.abs(store.train_y(i))) if len(store.train_y(i))
                       else np.nan for i in range(store.n_series)], dtype=np.float64)
     else:
-        u = np.array([naive_scale(store.train_levels(i), int(lag))
+        u = np.array([naive_scale(store.train_y(i), int(lag))
                       for i, lag in enumerate(store.lags())], dtype=np.float64)
     u = np.where(u > 0, u, np.nan)
     return np.where(np.isfinite(u), u, np.nanmean(u) if np.isfinite(u).any() else 1.0)

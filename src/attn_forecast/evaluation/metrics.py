@@ -76,14 +76,14 @@ def directional_accuracy(y: np.ndarray, p: np.ndarray, last: np.ndarray) -> floa
     return float(np.mean(np.sign(moves) == np.sign(y[:, 0] - last)))
 
 
-def score(y: np.ndarray, p: np.ndarray, last: np.ndarray, *, train_levels: np.ndarray,
+def score(y: np.ndarray, p: np.ndarray, last: np.ndarray, *, train_y: np.ndarray,
           signal: np.ndarray | None, noise_var: float | None,
           naive_rmse: float | None, lag: int = 1) -> dict:
     """All metrics of one forecaster; keys are ``dvc exp show`` columns (``model.rmse``).
     ``lag``: of the in-sample naive error MASE is scaled by (1, or the seasonal period)."""
     out = {
         "mse": mse(y, p), "rmse": rmse(y, p), "mae": mae(y, p), "mape": mape(y, p),
-        "smape": smape(y, p), "mase": mase(y, p, naive_scale(train_levels, lag)), "r2": r2(y, p),
+        "smape": smape(y, p), "mase": mase(y, p, naive_scale(train_y, lag)), "r2": r2(y, p),
         "directional_accuracy": directional_accuracy(y, p, last),
         "skill_vs_naive": (1 - rmse(y, p) / naive_rmse) if naive_rmse else None,
         "signal_rmse": rmse(signal, p) if signal is not None else None,
@@ -103,11 +103,11 @@ SCORES = (r"mse|rmse|mae|mape|smape|mase|r2|directional_accuracy|skill_vs_naive|
 
 
 def per_series(ids: np.ndarray, sid: np.ndarray, actual: np.ndarray, last: np.ndarray,
-               forecasts: dict[str, np.ndarray], train_levels, signal: np.ndarray | None,
+               forecasts: dict[str, np.ndarray], train_y, signal: np.ndarray | None,
                noise_var: float | None, lags: np.ndarray | None = None):
     """A DataFrame of one row per series with test windows: ``id, n_test`` and every
     forecaster's :func:`score` over that series' windows (``model_rmse``, ``naive_mase``...).
-    ``train_levels(i)``: series i's training part and ``lags[i]`` its naive lag (MASE's
+    ``train_y(i)``: series i's training part and ``lags[i]`` its naive lag (MASE's
     scale); ``signal``: the noise-free targets (N, H), if known."""
     import pandas as pd
     rows = []
@@ -116,7 +116,7 @@ def per_series(ids: np.ndarray, sid: np.ndarray, actual: np.ndarray, last: np.nd
         naive = rmse(y, np.repeat(last[r][:, None], y.shape[1], axis=1))
         row = {"id": str(ids[i]), "n_test": r.stop - r.start}
         for name, f in forecasts.items():
-            sc = score(y, f[r], last[r], train_levels=train_levels(i),
+            sc = score(y, f[r], last[r], train_y=train_y(i),
                        signal=None if signal is None else signal[r], noise_var=noise_var,
                        naive_rmse=naive, lag=int(lags[i]) if lags is not None else 1)
             row.update({f"{name}_{k}": v for k, v in sc.items()})

@@ -37,14 +37,14 @@ Runner = Callable[[np.ndarray, "np.ndarray | None", "tuple | None"], np.ndarray]
 
 
 # ---------------------------------------------------------------- the network's future
-def scaler_of(meta: dict, sid: str, levels: np.ndarray) -> tuple[float, float]:
+def scaler_of(meta: dict, sid: str, y: np.ndarray) -> tuple[float, float]:
     """(center, scale) of series ``sid``: its training scaler where the training knew it,
     else one fitted on the history given now."""
     known = meta["series"]
     k = known["ids"].index(sid) if sid in known["ids"] else None
     if k is not None:
         return float(known["center"][k]), float(known["scale"][k])
-    z = transforms.model_series(levels, meta["transform"], "the model's transform")
+    z = transforms.model_series(y, meta["transform"], "the model's transform")
     return fit_one(z[transforms.offset(meta["transform"]):], meta["scaler"])
 
 
@@ -60,9 +60,9 @@ def network_future(run: Runner, meta: dict, window: int, head_levels: Sequence[f
     H, kind = int(meta["horizon"]), meta["transform"]
     W, off = window, transforms.offset(kind)
     need, mask = context_of(meta, W), takes_short(meta, W)
-    for levels in histories:
-        if len(levels) < need + off:
-            raise UserInputError(f"the series has {len(levels)} values; this model needs at "
+    for y in histories:
+        if len(y) < need + off:
+            raise UserInputError(f"the series has {len(y)} values; this model needs at "
                                  f"least {need + off} (window {need}"
                                  + (f" + 1 for the {kind} transform)" if off else ")"))
     names = meta["time_features"]
@@ -100,7 +100,7 @@ def network_future(run: Runner, meta: dict, window: int, head_levels: Sequence[f
         else:   # each level's path from the series' last level, Q paths a series
             Q = zq.shape[2]
             last = np.repeat([h[-1] for h in hist], Q)
-            lv = transforms.to_levels(y.transpose(0, 2, 1).reshape(B * Q, -1), last, kind) \
+            lv = transforms.to_y(y.transpose(0, 2, 1).reshape(B * Q, -1), last, kind) \
                 .reshape(B, Q, -1).transpose(0, 2, 1)
         chunks.append(lv)
         done += H
@@ -144,7 +144,7 @@ def grown(point: np.ndarray, q: np.ndarray, horizon: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- a member's, the blend's
-def blended_future(blend: dict, sid: str, model_values: np.ndarray, levels: np.ndarray,
+def blended_future(blend: dict, sid: str, model_values: np.ndarray, y: np.ndarray,
                    steps: int, taus: tuple = (), model_quantiles: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray | None, str]:
     """The blend's next ``steps`` values of series ``sid``: the model's forecast and each
@@ -161,7 +161,7 @@ def blended_future(blend: dict, sid: str, model_values: np.ndarray, levels: np.n
             continue
         try:
             v, q = (model_values, model_quantiles) if m == "model" else \
-                future(m, blend["season"], levels[np.isfinite(levels)], steps, taus)
+                future(m, blend["season"], y[np.isfinite(y)], steps, taus)
         except FitFailed:
             continue
         values.append(v)
@@ -178,10 +178,10 @@ def blended_future(blend: dict, sid: str, model_values: np.ndarray, levels: np.n
     return np.einsum("m,mk->k", weights, np.stack(values)), quant, line
 
 
-def unit_of(iv: dict, levels: np.ndarray, lag: int) -> float:
+def unit_of(iv: dict, y: np.ndarray, lag: int) -> float:
     """A series' calibration unit (the intervals file's): its mean absolute level, or its
     in-sample naive error at ``lag``; the lag-1 error, then 1, where that is 0."""
-    y = np.asarray(levels, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
     y = y[np.isfinite(y)]
     unit = float(np.mean(np.abs(y))) if iv.get("unit_key", UNIT) == "level" \
         else naive_scale(y, lag)
@@ -217,7 +217,7 @@ def series_quantiles(name: str, point: np.ndarray, raw: np.ndarray | None, iv: d
 
 def outlook(name: str, head_levels: Sequence[float], H: int, values: np.ndarray,
             head: np.ndarray | None, blend: dict | None, iv: dict | None, sid: str,
-            levels: np.ndarray, steps: int, lag: int
+            y: np.ndarray, steps: int, lag: int
             ) -> tuple[np.ndarray, np.ndarray | None, str, str]:
     """One series' forecast by ``name`` (the blend, the model, or one of the blend's members
     refitted on the whole series) from the network's ``values`` (steps,) and quantile
@@ -231,16 +231,16 @@ def outlook(name: str, head_levels: Sequence[float], H: int, values: np.ndarray,
         calibrated = ((iv or {}).get("forecasters") or {}).get(BLEND, {}).get("margins")
         member = raw if raw is not None or not calibrated else \
             at_point(values[None], len(taus))[0]       # calibration widens a point model's
-        values, raw, used = blended_future(blend, sid, values, levels, steps, taus, member)
+        values, raw, used = blended_future(blend, sid, values, y, steps, taus, member)
     elif name != "model":
-        y = np.asarray(levels, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
         values, raw = future(name, int(blend["season"]), y[np.isfinite(y)], steps, taus)
     if not taus:        # no intervals file: a quantile head's own levels, as they are
         own = head if name == "model" else None
         return values, own, "the quantile head's own" if own is not None else "", used
     season = int((blend or iv or {}).get("season", 0) or 0)
     quant, how = series_quantiles(name, values[None], None if raw is None else raw[None], iv,
-                                  [levels], season, [lag])
+                                  [y], season, [lag])
     return values, quant[0], f"the {name}'s, {how}" if how else "", used
 
 
@@ -254,16 +254,16 @@ def lag_of(iv: dict | None, sid: str) -> int:
 FAR = 20.0   # training standard deviations: further than a trend carries a series
 
 
-def far_from(levels: np.ndarray, meta: dict, scaler: tuple[float, float], sid: str
+def far_from(y: np.ndarray, meta: dict, scaler: tuple[float, float], sid: str
              ) -> list[str]:
     """A warning when the last window, scaled by the training scaler of the series it is taken
     for, lies more than FAR training standard deviations from the training part's values:
     most likely another series than the one the model was trained on."""
     W, kind = meta["window"], meta["transform"]
     off = transforms.offset(kind)
-    if len(levels) < W + off or meta["scaler"] == "none":
+    if len(y) < W + off or meta["scaler"] == "none":
         return []
-    z = (transforms.model_series(np.asarray(levels[-(W + off):], dtype=np.float64), kind)[-W:]
+    z = (transforms.model_series(np.asarray(y[-(W + off):], dtype=np.float64), kind)[-W:]
          - scaler[0]) / scaler[1]
     shift = float(np.abs(np.mean(z)))
     if not np.isfinite(shift) or shift <= FAR:

@@ -110,7 +110,7 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: 
     noise_var = noise_std ** 2 if (signal is not None and noise_std) else None
 
     def table_for(forecasts: dict) -> pd.DataFrame:
-        return M.per_series(store.ids, sid, actual, last, forecasts, store.train_levels, signal,
+        return M.per_series(store.ids, sid, actual, last, forecasts, store.train_y, signal,
                             noise_var, store.lags())
     table = table_for(fitted)
     metrics: dict = M.aggregate(table, list(points))

@@ -137,7 +137,7 @@ def learn_blend(fs: ForecastSet, store, members: list[str], trim: float = TRIM,
                      "equal weights (no validation part to learn them on)")
     y, sid, S = store.targets(ends), store.series_of(ends), store.n_series
     n = np.bincount(sid, minlength=S)
-    floor = FLOOR * np.array([naive_scale(store.train_levels(i), int(lag)) ** 2
+    floor = FLOOR * np.array([naive_scale(store.train_y(i), int(lag)) ** 2
                               for i, lag in enumerate(store.lags())])
     mse = np.full((S, len(have)), np.nan)
     for k, m in enumerate(have):

@@ -21,16 +21,16 @@ class WholeHistory:
     n_series = 1
 
     def __init__(self, y: np.ndarray, steps: int) -> None:
-        self.levels, self.horizon = y, steps
+        self.y, self.horizon = y, steps
         self.offsets = np.array([0, len(y)])
         self.cuts = type("Cuts", (), {"train_start": np.array([0])})
         self.ends = np.array([len(y)])
 
-    def train_levels(self, i: int) -> np.ndarray:
-        return self.levels
+    def train_y(self, i: int) -> np.ndarray:
+        return self.y
 
     def last(self, ends: np.ndarray) -> np.ndarray:
-        return self.levels[ends - 1]
+        return self.y[ends - 1]
 
     def series_of(self, ends: np.ndarray) -> np.ndarray:
         return np.zeros(len(ends), dtype=np.int64)

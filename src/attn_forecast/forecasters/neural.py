@@ -33,11 +33,11 @@ class ModelForecaster:
         def run(m: torch.nn.Module, quantiles: bool = False) -> np.ndarray:
             out = predict(m, z, e, m.settings.window, store.horizon, cal=side,
                           quantiles=quantiles, rows=rows).cpu().numpy()
-            return store.to_levels(out, ends)
-        levels = list(self.model.settings.quantiles)
-        quant = run(self.model, True) if levels else None
+            return store.to_y(out, ends)
+        y = list(self.model.settings.quantiles)
+        quant = run(self.model, True) if y else None
         if quant is not None and taus:    # the levels asked for, from the head's
-            quant = at_levels(quant, levels, taus)
+            quant = at_levels(quant, y, taus)
         members = np.stack([run(m) for m in self.model.members]) \
             if isinstance(self.model, Ensemble) else None
         return Forecast(run(self.model), quant, members)

@@ -107,7 +107,7 @@ class Peer:
         library()
         from neuralforecast import NeuralForecast
         frames = [pd.DataFrame({"unique_id": i, "ds": np.arange(len(y)), "y": y})
-                  for i in range(store.n_series) if len(y := store.train_levels(i))]
+                  for i in range(store.n_series) if len(y := store.train_y(i))]
         t0 = time.perf_counter()
         with _quiet():
             self.nf = NeuralForecast(models=[self._network(store.horizon)], freq=1)
@@ -134,7 +134,7 @@ class Peer:
         copies = pd.DataFrame({"unique_id": np.repeat(np.arange(len(ends)), ends - start),
                                "ds": np.concatenate([np.arange(e - a) for a, e in
                                                      zip(start, ends)]),
-                               "y": store.levels[rows]})
+                               "y": store.y[rows]})
         with _quiet():
             out = self.nf.predict(df=copies).sort_values(["unique_id", "ds"], kind="stable")
         prefix = PEERS[self.name]

@@ -70,11 +70,11 @@ class Ridge:
 
     def forecast(self, store, ends, taus=()):
         z = self._predict(self.model, store, ends)
-        point = store.to_levels(z, ends)
+        point = store.to_y(z, ends)
         if not taus:
             return Forecast(point)
         if self.resid is None:
             self.resid = self._residuals(store)
         shift = np.quantile(self.resid, taus, axis=0).T if len(self.resid) else \
             np.zeros((store.horizon, len(taus)))                 # (H, Q)
-        return Forecast(point, store.to_levels(z[..., None] + shift[None], ends))
+        return Forecast(point, store.to_y(z[..., None] + shift[None], ends))

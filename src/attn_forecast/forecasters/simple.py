@@ -29,7 +29,7 @@ class Naive:
     past_only = True     # each forecast reads only the values before its origin
 
     def fit(self, store: Store) -> list[str]:
-        self.sigma = np.array([_sd(store.train_levels(i)) for i in range(store.n_series)])
+        self.sigma = np.array([_sd(store.train_y(i)) for i in range(store.n_series)])
         return []
 
     def forecast(self, store, ends, taus=()):
@@ -51,7 +51,7 @@ class SeasonalNaive:
         self.season = season
 
     def fit(self, store):
-        self.sigma = np.array([_sd(store.train_levels(i), self.season)
+        self.sigma = np.array([_sd(store.train_y(i), self.season)
                                for i in range(store.n_series)])
         return []
 
@@ -60,7 +60,7 @@ class SeasonalNaive:
         seasons = np.ceil(k / self.season).astype(np.int64)
         rows = (ends - 1)[:, None] + k[None, :] - self.season * seasons[None, :]
         start = store.offsets[store.series_of(ends)][:, None]   # never before its series
-        point = np.where(rows >= start, store.levels[np.maximum(rows, start)], np.nan)
+        point = np.where(rows >= start, store.y[np.maximum(rows, start)], np.nan)
         if not taus:
             return Forecast(point)
         sd = self.sigma[store.series_of(ends)][:, None] * np.sqrt(seasons)[None, :]
@@ -101,7 +101,7 @@ class Naive2:
     def fit(self, store):
         self.si, self.sigma = [], np.zeros(store.n_series)
         for i in range(store.n_series):
-            y = store.train_levels(i)
+            y = store.train_y(i)
             si = seasonal_indices(y, self.season)
             self.si.append(si)
             # the one-step changes of the seasonally adjusted training part
@@ -147,7 +147,7 @@ class Mean:
     past_only = True     # each forecast reads only the values before its origin
 
     def fit(self, store):
-        self.sigma = np.array([_sd(store.train_levels(i), 0) for i in range(store.n_series)])
+        self.sigma = np.array([_sd(store.train_y(i), 0) for i in range(store.n_series)])
         return []
 
     def forecast(self, store, ends, taus=()):
@@ -157,7 +157,7 @@ class Mean:
             r = sid == i
             s0 = int(store.offsets[i])
             a = s0 + int(store.cuts.train_start[i])
-            run = np.r_[0.0, np.cumsum(np.asarray(store.levels[s0:int(ends[r].max())],
+            run = np.r_[0.0, np.cumsum(np.asarray(store.y[s0:int(ends[r].max())],
                                                   dtype=np.float64))]
             # from the training part's start; an origin at (or before) it averages the
             # values before it from the series' start (never an empty mean)

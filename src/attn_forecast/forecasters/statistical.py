@@ -91,13 +91,13 @@ def make(name: str, season: int):
 
 
 def forecast_one(name: str, season: int, y: np.ndarray, fit_end: int, origins: np.ndarray,
-                 horizon: int, levels: tuple[int, ...] = ()) -> tuple[np.ndarray, dict]:
+                 horizon: int, pcts: tuple[int, ...] = ()) -> tuple[np.ndarray, dict]:
     """(N, H) forecasts from each origin (the row of a window's first target in ``y``), with
-    parameters fitted on ``y[:fit_end]``; with ``levels`` (e.g. (80,)) also the library's own
+    parameters fitted on ``y[:fit_end]``; with ``pcts`` (e.g. (80,)) also the library's own
     intervals ``{80: (lo, hi)}``. Raises :class:`FitFailed`."""
     y = np.asarray(y, dtype=np.float64)
     model = make(name, season)
-    bands: dict = {pct: ([], []) for pct in levels}
+    bands: dict = {pct: ([], []) for pct in pcts}
     index = _season_index(name, y, fit_end, season, horizon)    # 1 without a season
     y = y / index[:len(y)]
     try:
@@ -105,10 +105,10 @@ def forecast_one(name: str, season: int, y: np.ndarray, fit_end: int, origins: n
         rows = []
         for o in origins:
             past = y[max(0, o - HISTORY[name]):o] if name in HISTORY else y[:o]
-            f = model.forward(past, h=horizon, **({"level": list(levels)} if levels else {}))
+            f = model.forward(past, h=horizon, **({"level": list(pcts)} if pcts else {}))
             back = index[o:o + horizon]            # each target's seasonal index
             rows.append(np.asarray(f["mean"], dtype=np.float64) * back)
-            for pct in levels:
+            for pct in pcts:
                 bands[pct][0].append(np.asarray(f[f"lo-{pct}"], dtype=np.float64) * back)
                 bands[pct][1].append(np.asarray(f[f"hi-{pct}"], dtype=np.float64) * back)
         out = np.stack(rows) if rows else np.zeros((0, horizon))
@@ -156,7 +156,7 @@ class Stat:
     def forecast(self, store, ends, taus=()):
         H = store.horizon
         pairs = central_intervals(taus)
-        levels = tuple(pct for _, _, pct in pairs)
+        pcts = tuple(pct for _, _, pct in pairs)
         mid = list(taus).index(0.5) if taus else None
         sid = store.series_of(ends)
         point = np.full((len(ends), H), np.nan)
@@ -172,8 +172,8 @@ class Stat:
             r = np.flatnonzero(sid == i)
             fit_end = int(store.offsets[i]) + int(store.cuts.val_start[i]) - a
             for part in np.array_split(r, max(1, min(split, len(r) // MIN_ORIGINS))):
-                tasks.append((self.name, self.season, np.asarray(store.levels[a:b]), fit_end,
-                              ends[part] - a, H, levels))
+                tasks.append((self.name, self.season, np.asarray(store.y[a:b]), fit_end,
+                              ends[part] - a, H, pcts))
                 rows.append(part)
                 owner.append(i)
         results = self.engine.map(_task, tasks)

@@ -89,7 +89,7 @@ def median_series(store, ends: np.ndarray, point: np.ndarray) -> int:
     scores = []
     lags = store.lags()
     for i, r in series_slices(sid):
-        scale = naive_scale(store.train_levels(i), int(lags[i]))
+        scale = naive_scale(store.train_y(i), int(lags[i]))
         mae = float(np.mean(np.abs(store.targets(ends[r]) - point[r])))
         scores.append((mae / scale if scale > 0 else np.inf, i))
     order = sorted(range(len(scores)), key=lambda k: (scores[k][0], k))

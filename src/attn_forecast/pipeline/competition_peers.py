@@ -29,7 +29,7 @@ def step(params: str, subset: str, peer: str, out: str) -> None:
     peers = competition_peers(raw)
     store = field_store(p, prof)
     season = check_data(p, store)
-    f = Peer(peer, peers["input_size"][subset], **peers[peer].model_dump(), levels=taus(p))
+    f = Peer(peer, peers["input_size"][subset], **peers[peer].model_dump(), y=taus(p))
     record = {"peer": f.settings(), "data": store.key(),
               "intervals": {"forecasters": {peer: {"how": OWN}}}, "interval_fallback": {}}
     fs = run(store, [f], ("test",), taus(p), record, season=season)

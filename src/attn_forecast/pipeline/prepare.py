@@ -90,7 +90,7 @@ def prepare(p: Params, raw: Raw, profile: dict, auto_keys=frozenset()) -> Store:
     horizon = horizon_of(p, raw)
     n_train = splits.cut(np.diff(raw.offsets), pp.test_frac, pp.val_frac, pp.cal_frac,
                          raw.horizons).val_start
-    auto = seasons.choose(raw.levels, raw.offsets, n_train, pp.window, m.patch_len,
+    auto = seasons.choose(raw.y, raw.offsets, n_train, pp.window, m.patch_len,
                           m.patch_stride, periods=raw.periods)  # the training parts only
     window = auto["window"]["window"] if "window" in auto else pp.window
     check_patches(window, m.patch_len, m.patch_stride)

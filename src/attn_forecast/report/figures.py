@@ -116,7 +116,7 @@ def _jobs(fig_dir: Path, d: Inputs, shown: dict[str, str]) -> list[tuple]:
             if many else "Series and one-step-ahead test forecasts"
         name = "forecast.png" if which == "median" else f"forecast_{which}.png"
         jobs.append(("forecast", fig_dir / name, dict(
-            t_all=t_all, values=np.asarray(d.store.levels[rows]), t_test=t_test,
+            t_all=t_all, values=np.asarray(d.store.y[rows]), t_test=t_test,
             spans=spans(d.store, i, t_all), model=one["predicted"].to_numpy(),
             naive=one["naive"].to_numpy() if "naive" in one else np.full(len(one), np.nan),
             dpi=d.dpi, bands=model_bands(one), title=title)))
@@ -153,7 +153,7 @@ def _fan(fig_dir: Path, d: Inputs, i: int, one: pd.DataFrame, t_all, t_test, sid
         paths = [(as_time(g["t"].to_numpy()), g["forecast"].to_numpy(), bands(g, ""))
                  for _, g in fan.groupby("origin", sort=True)]
         return ("fan", fig_dir / "fan.png", dict(
-            t_hist=t_all[rows], history=np.asarray(d.store.levels[d.store.rows(i)])[rows],
+            t_hist=t_all[rows], history=np.asarray(d.store.y[d.store.rows(i)])[rows],
             t_test=t_fan, actual=fan["actual"].to_numpy(), paths=paths, name=name,
             dpi=d.dpi, title=f"The {name}'s forecasts of {d.store.horizon} steps from the "
             f"test part's last origins, with its intervals"
@@ -164,7 +164,7 @@ def _fan(fig_dir: Path, d: Inputs, i: int, one: pd.DataFrame, t_all, t_test, sid
     start = max(0, int(d.store.cuts.test_start[i]) - 3 * len(one))   # three test spans back
     rows = np.arange(start, int(d.store.cuts.test_start[i]))
     return ("fan", fig_dir / "fan.png", dict(
-        t_hist=t_all[rows], history=np.asarray(d.store.levels[d.store.rows(i)])[rows],
+        t_hist=t_all[rows], history=np.asarray(d.store.y[d.store.rows(i)])[rows],
         t_test=t_test, actual=one["actual"].to_numpy(),
         paths=[(t_test, one[column].to_numpy(), bands(one, column))], name=name, dpi=d.dpi,
         title=f"The {name}'s forecasts of the test part, with its intervals"

@@ -91,7 +91,7 @@ AUTO_FULL_BATCH, AUTO_BATCH = 1024, 256
 
 
 def rows_of(store, device: torch.device) -> Rows:
-    naive = [naive_scale(store.train_levels(i), int(lag)) for i, lag in enumerate(store.lags())]
+    naive = [naive_scale(store.train_y(i), int(lag)) for i, lag in enumerate(store.lags())]
     naive = np.where(np.array(naive) > 0, naive, 1.0)
     f32 = lambda a: torch.tensor(np.asarray(a), dtype=torch.float32, device=device)  # noqa
     return Rows(torch.from_numpy(store.offsets).to(device), store.offset,

@@ -19,10 +19,10 @@ W, H = 10, 2
 def _build(series, ids, *, t=None, window=W, horizon=H, transform="none", test=0.2, val=0.0,
            source=None, time_features=(), features=None, names=(), kinds=()) -> Store:
     offsets = np.r_[0, np.cumsum([len(s) for s in series])].astype(np.int64)
-    levels = np.concatenate(series).astype(np.float64)
+    y = np.concatenate(series).astype(np.float64)
     if t is None:
         t = np.concatenate([np.arange(len(s), dtype=np.float64) for s in series])
-    raw = Raw(np.array(ids), offsets, t, levels, np.full(len(levels), np.nan), features,
+    raw = Raw(np.array(ids), offsets, t, y, np.full(len(y), np.nan), features,
               tuple(names))
     return build(raw, window=window, horizon=horizon,
                    fracs={"test": test, "val": val, "cal": 0.0}, scaler="zscore",

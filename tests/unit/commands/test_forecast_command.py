@@ -57,7 +57,7 @@ def _long(store: Store, stops: dict | None = None) -> pd.DataFrame:
         a, b = int(store.offsets[i]), int(store.offsets[i + 1])
         b = (stops or {}).get(str(sid), b)
         frames.append(pd.DataFrame({"id": str(sid), "t": np.asarray(store.t[a:b]).astype(int),
-                                    "value": store.levels[a:b]}))
+                                    "value": store.y[a:b]}))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -70,7 +70,7 @@ def test_the_forecast_command_forecasts_a_test_window_as_the_evaluation_does(pan
     for k, e in enumerate(ends):                 # the library call, window by window
         i = int(sid[k])
         a = int(store.offsets[i])
-        got, _ = forecast_series(model, meta, store.levels[a:e], H, _scaler(store, i),
+        got, _ = forecast_series(model, meta, store.y[a:e], H, _scaler(store, i),
                                  np.asarray(store.t[a:e]))
         # the same window alone through the model: the same inputs, so the same forecast
         alone = ModelForecaster(model).forecast(store, np.array([e])).point[0]
@@ -111,24 +111,24 @@ def test_the_forecast_command_writes_each_id_scaled_as_training_did(panel, tmp_p
     assert got["step"].tolist() == list(range(1, steps + 1)) * 4
     for name in order:
         rows = got[got["id"] == name]
-        levels = raw.loc[raw["id"] == name, "value"].to_numpy()
+        y = raw.loc[raw["id"] == name, "value"].to_numpy()
         if name in store.ids:
             scaler = _scaler(store, int(np.flatnonzero(store.ids == name)[0]))
         else:   # an id the training never saw: scaled by its whole history
-            r = {"none": levels, "diff": np.diff(levels),
-                 "log_return": np.diff(np.log(levels))}[store.transform]
+            r = {"none": y, "diff": np.diff(y),
+                 "log_return": np.diff(np.log(y))}[store.transform]
             scaler = (float(np.mean(r)), float(np.std(r)))
-        want, _ = forecast_series(model, meta, levels, steps, scaler,
-                                  np.arange(len(levels), dtype=np.float64))
+        want, _ = forecast_series(model, meta, y, steps, scaler,
+                                  np.arange(len(y), dtype=np.float64))
         np.testing.assert_allclose(rows["forecast"], want, rtol=1e-9)
-        np.testing.assert_array_equal(rows["time"], len(levels) + np.arange(steps))
+        np.testing.assert_array_equal(rows["time"], len(y) + np.arange(steps))
 
 
 def test_an_id_too_short_to_forecast_is_left_out_and_named(panel, tmp_path, capsys):
     store, _, path = panel
     a, b = int(store.offsets[0]), int(store.offsets[1])
     raw = pd.concat([pd.DataFrame({"id": "long", "t": np.arange(b - a),
-                                   "value": store.levels[a:b]}),
+                                   "value": store.y[a:b]}),
                      pd.DataFrame({"id": "short", "t": np.arange(3), "value": [1.0, 2.0, 3.0]})])
     csv = tmp_path / "rows.csv"
     raw.to_csv(csv, index=False)
@@ -190,23 +190,23 @@ def test_ids_that_read_as_missing_or_as_numbers_stay_text(tmp_path, capsys):
 # ---------------------------------------------------------------- the command on one series
 def test_one_series_without_an_id_column(tmp_path, capsys):
     rs = np.random.default_rng(2)
-    levels = 5 + np.sin(np.arange(70) / 3.0) + rs.normal(0, 0.1, 70)
+    y = 5 + np.sin(np.arange(70) / 3.0) + rs.normal(0, 0.1, 70)
     source = source_record(DataParams(kind="csv", csv_column="price"))
-    store = _build([levels], ["price"], source=source, val=0.1)
+    store = _build([y], ["price"], source=source, val=0.1)
     model = _tiny()
     path = _save(tmp_path / "one.pt", store, model)
     csv, out = tmp_path / "prices.csv", tmp_path / "fc.csv"
-    pd.DataFrame({"price": levels}).to_csv(csv, index=False)
+    pd.DataFrame({"price": y}).to_csv(csv, index=False)
     _run("--model", path, "--csv", csv, "--steps", 3, "--out", out)
     assert "forecast: 3 steps after 70 values -> " in capsys.readouterr().out
     got = pd.read_csv(out)
     assert list(got.columns) == ["step", "time", "forecast"]
     assert got["step"].tolist() == [1, 2, 3] and got["time"].tolist() == [70, 71, 72]
-    want, _ = forecast_series(model, checkpoint.read(path)["prepare"], levels, 3,
+    want, _ = forecast_series(model, checkpoint.read(path)["prepare"], y, 3,
                               _scaler(store), np.arange(70.0))
     np.testing.assert_allclose(got["forecast"], want, rtol=1e-9)
     # the training scaler, not one fitted on the history given now
-    train = levels[:int(store.cuts.val_start[0])]
+    train = y[:int(store.cuts.val_start[0])]
     assert _scaler(store) == pytest.approx((train.mean(), train.std()), rel=1e-12)
 
 
@@ -214,15 +214,15 @@ def test_another_series_than_the_trained_one_is_refused_unless_allowed(tmp_path,
     """A file far from the series the model was trained on is one line and nothing written;
     --allow-far forecasts it with the warning."""
     rs = np.random.default_rng(2)
-    levels = 5 + np.sin(np.arange(70) / 3.0) + rs.normal(0, 0.1, 70)
+    y = 5 + np.sin(np.arange(70) / 3.0) + rs.normal(0, 0.1, 70)
     source = source_record(DataParams(kind="csv", csv_column="price"))
-    path = _save(tmp_path / "one.pt", _build([levels], ["price"], source=source), _tiny())
+    path = _save(tmp_path / "one.pt", _build([y], ["price"], source=source), _tiny())
     csv = tmp_path / "prices.csv"
-    pd.DataFrame({"price": levels}).to_csv(csv, index=False)
+    pd.DataFrame({"price": y}).to_csv(csv, index=False)
     _run("--model", path, "--csv", csv, "--steps", 1, "--out", tmp_path / "a.csv")
     first = capsys.readouterr()
     assert "warning" not in first.err and "forecast: 1 step after 70 values" in first.out
-    pd.DataFrame({"price": 200 + 10 * levels}).to_csv(csv, index=False)   # another series
+    pd.DataFrame({"price": 200 + 10 * y}).to_csv(csv, index=False)   # another series
     with pytest.raises(UserInputError, match=r"the last window lies .* not its series, it "
                                              r"seems .*--allow-far forecasts it anyway"):
         main(["--model", str(path), "--csv", str(csv), "--out", str(tmp_path / "b.csv")])
@@ -235,12 +235,12 @@ def test_another_series_than_the_trained_one_is_refused_unless_allowed(tmp_path,
 
 
 def test_gaps_in_the_time_column_are_refused_as_in_training_unless_allowed(tmp_path, capsys):
-    levels = 5 + np.sin(np.arange(70) / 3.0)
+    y = 5 + np.sin(np.arange(70) / 3.0)
     days = pd.date_range("2024-01-01", periods=71, freq="D").strftime("%Y-%m-%d")
     source = source_record(DataParams(kind="csv", csv_column="v", csv_time_column="day"))
-    path = _save(tmp_path / "one.pt", _build([levels], ["v"], source=source), _tiny())
+    path = _save(tmp_path / "one.pt", _build([y], ["v"], source=source), _tiny())
     csv = tmp_path / "gap.csv"
-    pd.DataFrame({"day": np.delete(days, 40), "v": levels}).to_csv(csv, index=False)
+    pd.DataFrame({"day": np.delete(days, 40), "v": y}).to_csv(csv, index=False)
     with pytest.raises(UserInputError, match=r"after 2024-02-09 comes 2024-02-11 \(1 step\(s\) "
                                              r"of one day missing\); fill the rows, or set "
                                              r"--time-gaps to allow"):
@@ -253,12 +253,12 @@ def test_a_quantile_head_writes_its_levels_for_every_step(tmp_path, capsys):
     """Without an intervals file: the head's own quantiles for its horizon (2 steps), and
     past it step 2's spread grown by sqrt(k / 2) around the recursive forecast."""
     rs = np.random.default_rng(2)
-    levels = 5 + np.cumsum(rs.normal(0, 0.3, 60))
-    store = _build([levels], ["sine"], source=PANEL_SOURCE | {"id_column": ""})
+    y = 5 + np.cumsum(rs.normal(0, 0.3, 60))
+    store = _build([y], ["sine"], source=PANEL_SOURCE | {"id_column": ""})
     model = _tiny(quantiles=(0.1, 0.5, 0.9))
     path = _save(tmp_path / "q.pt", store, model)
     csv, out = tmp_path / "rows.csv", tmp_path / "fc.csv"
-    pd.DataFrame({"t": np.arange(60), "value": levels}).to_csv(csv, index=False)
+    pd.DataFrame({"t": np.arange(60), "value": y}).to_csv(csv, index=False)
     _run("--model", path, "--csv", csv, "--steps", 4, "--out", out)
     said = capsys.readouterr()
     assert "quantiles q10, q90 of every step: the quantile head's own" in said.out
@@ -268,7 +268,7 @@ def test_a_quantile_head_writes_its_levels_for_every_step(tmp_path, capsys):
     assert list(got.columns) == ["step", "time", "forecast", "q10", "q90", "calibrated"]
     assert not got["calibrated"].any()          # the head's own: nothing calibrated them
     assert (got["q10"] < got["forecast"]).all() and (got["forecast"] < got["q90"]).all()
-    _, quant = forecast_series(model, checkpoint.read(path)["prepare"], levels, 4,
+    _, quant = forecast_series(model, checkpoint.read(path)["prepare"], y, 4,
                                _scaler(store), np.arange(60.0))
     np.testing.assert_allclose(got[["q10", "forecast", "q90"]][:2].to_numpy(), quant[:2],
                                rtol=1e-9)

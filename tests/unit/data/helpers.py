@@ -45,11 +45,11 @@ def _raw(series, ids=None, t=None, features=None, names=()) -> Raw:
     ids = np.array(ids if ids is not None else [f"s{i}" for i in range(len(series))],
                    dtype=str)
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in series])]).astype(np.int64)
-    levels = np.concatenate(series).astype(np.float64)
+    y = np.concatenate(series).astype(np.float64)
     if t is None:
         t = np.concatenate([np.arange(len(s), dtype=np.float64) for s in series])
     feats = None if features is None else np.concatenate(features).astype(np.float64)
-    return Raw(ids, offsets, t, levels, np.full(len(levels), np.nan), feats, tuple(names))
+    return Raw(ids, offsets, t, y, np.full(len(y), np.nan), feats, tuple(names))
 
 
 def _build(series, *, transform="none", scaler="zscore", window=W, horizon=H, fracs=None,
@@ -61,9 +61,9 @@ def _build(series, *, transform="none", scaler="zscore", window=W, horizon=H, fr
                      scaler=scaler, transform=transform, **kw)
 
 
-def _model_values(levels: np.ndarray, transform: str) -> np.ndarray:
+def _model_values(y: np.ndarray, transform: str) -> np.ndarray:
     """The level-aligned model series by hand: row r is the step that ends at level r."""
-    v = np.asarray(levels, dtype=np.float64)
+    v = np.asarray(y, dtype=np.float64)
     out = np.zeros(len(v))
     if transform == "none":
         return v.copy()

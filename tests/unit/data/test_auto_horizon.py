@@ -167,9 +167,9 @@ def test_the_blend_part_shortens_the_horizon_to_half_the_validation_part():
 def _raw(times, values, ids=("s",)) -> Raw:
     """A Raw of series one after the other (``times``, ``values``: one array per series)."""
     offsets = np.r_[0, np.cumsum([len(v) for v in values])].astype(np.int64)
-    levels = np.concatenate(values).astype(np.float64)
-    return Raw(np.array(ids, dtype=str), offsets, np.concatenate(times), levels,
-               np.full(len(levels), np.nan))
+    y = np.concatenate(values).astype(np.float64)
+    return Raw(np.array(ids, dtype=str), offsets, np.concatenate(times), y,
+               np.full(len(y), np.nan))
 
 
 def _params(**sections):

@@ -38,12 +38,12 @@ def test_a_store_reads_each_series_own_scaled_model_values(transform):
         zm = (_model_values(v, transform) - s.scalers.center[i]) / s.scalers.scale[i]
         zm[:off] = 0.0
         np.testing.assert_allclose(s.z[a:a + len(v)], zm, rtol=1e-5, atol=1e-5)
-        np.testing.assert_array_equal(s.train_levels(i), v[:_floor(len(v), "0.2", "0.1")])
+        np.testing.assert_array_equal(s.train_y(i), v[:_floor(len(v), "0.2", "0.1")])
     ends = s.ends("test")
     sid = s.series_of(ends)
     assert (sid == np.searchsorted(np.cumsum(lengths), ends, side="right")).all()
-    np.testing.assert_array_equal(s.targets(ends), s.levels[ends[:, None] + np.arange(H)])
-    np.testing.assert_array_equal(s.last(ends), s.levels[ends - 1])
+    np.testing.assert_array_equal(s.targets(ends), s.y[ends[:, None] + np.arange(H)])
+    np.testing.assert_array_equal(s.last(ends), s.y[ends - 1])
 
 
 def test_short_series_are_left_out_and_named():
@@ -54,7 +54,7 @@ def test_short_series_are_left_out_and_named():
     assert s.dropped == {"count": 3, "ids": ["tiny1", "tiny2", "tiny3"]}
     assert s.ids.tolist() == ["long1", "long2", "long3"]
     np.testing.assert_array_equal(s.offsets, [0, 60, 110, 180])
-    np.testing.assert_array_equal(s.levels, np.concatenate([series[0], series[2], series[4]]))
+    np.testing.assert_array_equal(s.y, np.concatenate([series[0], series[2], series[4]]))
     np.testing.assert_array_equal(s.t, np.concatenate([np.arange(n, dtype=float)
                                                        for n in (60, 50, 70)]))
     assert s.meta()["dropped"] == s.dropped and s.meta()["n_series"] == 3
@@ -168,7 +168,7 @@ def test_features_are_transformed_and_scaled_per_series_on_training_rows(transfo
     # nothing of series 1
     poisoned = raw.features.copy()
     poisoned[_floor(60, "0.2", "0.1"):60] *= 3
-    q = _feature_store(Raw(raw.ids, raw.offsets, raw.t, raw.levels, raw.signal, poisoned,
+    q = _feature_store(Raw(raw.ids, raw.offsets, raw.t, raw.y, raw.signal, poisoned,
                            raw.feature_names), transform)
     assert _same(q.feature_center, s.feature_center) and _same(q.feature_scale, s.feature_scale)
     assert _same(q.side[60:], s.side[60:])
@@ -178,7 +178,7 @@ def test_a_constant_feature_is_scaled_by_one_around_its_value():
     raw = _feature_raw()[2]
     const = raw.features.copy()
     const[:, 1] = 5.0                                     # volume: one value throughout
-    s = _build(Raw(raw.ids, raw.offsets, raw.t, raw.levels, raw.signal, const,
+    s = _build(Raw(raw.ids, raw.offsets, raw.t, raw.y, raw.signal, const,
                    raw.feature_names), transform="diff", window=8, horizon=1,
                feature_transforms=("log_return", "none"))
     np.testing.assert_array_equal(s.feature_center[:, 1], [5.0, 5.0])
@@ -191,7 +191,7 @@ def test_a_bad_feature_value_names_the_feature_and_its_series():
     bad = raw.features.copy()
     bad[70, 0] = 0.0                                      # south's 11th open
     with pytest.raises(UserInputError, match=r"feature 'open' of series 'south'"):
-        _feature_store(Raw(raw.ids, raw.offsets, raw.t, raw.levels, raw.signal, bad,
+        _feature_store(Raw(raw.ids, raw.offsets, raw.t, raw.y, raw.signal, bad,
                            raw.feature_names))
 
 
@@ -219,9 +219,9 @@ def test_calendar_columns_come_first_in_side():
 def test_windows_see_their_targets_calendar_and_never_their_values():
     n = 48
     t = np.datetime64("2024-01-01T00:00", "s") + np.arange(n).astype("timedelta64[h]")
-    levels = 5 + np.sin(np.arange(n) / 3.0)
+    y = 5 + np.sin(np.arange(n) / 3.0)
     fr = {"test": 0.25, "val": 0.0, "cal": 0.0}
-    s = _build(_raw([levels], t=t), window=8, horizon=2, fracs=fr, transform="diff",
+    s = _build(_raw([y], t=t), window=8, horizon=2, fracs=fr, transform="diff",
                time_features=("hour",))
     hour = 2 * np.pi * (np.arange(n) % 24) / 24
     full = np.stack([np.sin(hour), np.cos(hour)], axis=1)
@@ -231,6 +231,6 @@ def test_windows_see_their_targets_calendar_and_never_their_values():
     for k, e in enumerate(ends):   # row e is level e: the targets' time stamps, the inputs' own
         np.testing.assert_allclose(cout[k], full[e:e + 2], atol=1e-6)
         np.testing.assert_allclose(cin[k], full[e - 8:e], atol=1e-6)
-    other = _build(_raw([levels * 5 + 3], t=t), window=8, horizon=2, fracs=fr,
+    other = _build(_raw([y * 5 + 3], t=t), window=8, horizon=2, fracs=fr,
                    transform="diff", time_features=("hour",))
     assert _same(other.side, s.side)

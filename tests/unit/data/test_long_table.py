@@ -28,7 +28,7 @@ def _check_raw(raw, whole: pd.DataFrame, features=()) -> None:
     sizes = [int((whole["id"] == n).sum()) for n in names]
     assert raw.offsets.dtype == np.int64
     assert raw.offsets.tolist() == np.r_[0, np.cumsum(sizes)].tolist()
-    assert _same(raw.levels, whole["value"].to_numpy(np.float64))
+    assert _same(raw.y, whole["value"].to_numpy(np.float64))
     assert _same(raw.signal, whole["signal"].to_numpy(np.float64))
     if features:
         want = whole[[FEATURE_PREFIX + f for f in features]].to_numpy(np.float64)
@@ -51,7 +51,7 @@ def test_the_long_table_reads_back_bit_for_bit(tmp_path):
     whole = pd.concat(frames, ignore_index=True)
     _check_raw(raw, whole, ("vol", "open"))
     assert _same(raw.t, np.tile(np.arange(8, dtype=np.float64), 6))
-    assert np.signbit(raw.levels[2]) and raw.levels[3] == 5e-324
+    assert np.signbit(raw.y[2]) and raw.y[3] == 5e-324
     assert read_long(path).features is None                 # features only when asked for
 
 
@@ -133,5 +133,5 @@ def test_a_users_file_round_trips_through_the_long_table(tmp_path):
     raw = read_long(out, ["vol"])
     assert raw.ids.tolist() == ["b", "a"] and raw.offsets.tolist() == [0, 2, 4]
     np.testing.assert_array_equal(raw.t, _day("2024-01-01", "2024-01-02") * 2)
-    assert raw.levels.tolist() == [1.5, 2.5, 1.0, 3.0]
+    assert raw.y.tolist() == [1.5, 2.5, 1.0, 3.0]
     assert raw.features[:, 0].tolist() == [20, 10, 5, 30]

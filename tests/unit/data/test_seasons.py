@@ -11,15 +11,15 @@ from unit.data.helpers import _raw
 def test_one_series_season_and_window_come_from_its_training_part_only():
     rng = np.random.default_rng(0)
     t = np.arange(600)
-    levels = 10 + np.sin(2 * np.pi * t / 24) + 0.2 * rng.normal(size=600)
+    y = 10 + np.sin(2 * np.pi * t / 24) + 0.2 * rng.normal(size=600)
     n_train = np.array([420])
-    got = choose(levels, np.array([0, 600]), n_train, "auto")
-    assert got["season"] == detect_season(levels[:420])
+    got = choose(y, np.array([0, 600]), n_train, "auto")
+    assert got["season"] == detect_season(y[:420])
     assert got["season"]["season"] == 24 and got["window"]["window"] == 48
-    poisoned = levels.copy()
+    poisoned = y.copy()
     poisoned[420:] = rng.normal(size=180) * 1e3                    # val and test
     assert choose(poisoned, np.array([0, 600]), n_train, "auto") == got
-    assert "window" not in choose(levels, np.array([0, 600]), n_train, 60)
+    assert "window" not in choose(y, np.array([0, 600]), n_train, 60)
 
 
 def test_the_season_of_many_series_is_the_most_common_among_their_training_parts():
@@ -29,7 +29,7 @@ def test_the_season_of_many_series_is_the_most_common_among_their_training_parts
     flat = [np.cumsum(rs.normal(0, 1, 200))]
     raw = _raw(weekly + flat)
     n_train = np.full(4, 160)
-    got = choose(raw.levels, raw.offsets, n_train, "auto")
+    got = choose(raw.y, raw.offsets, n_train, "auto")
     assert got["season"]["season"] == 7 and "(3 series)" in got["season"]["reason"]
     assert "of 4 series' training parts" in got["season"]["reason"]
     assert got["window"]["window"] == 16
@@ -37,7 +37,7 @@ def test_the_season_of_many_series_is_the_most_common_among_their_training_parts
     late = [np.r_[rs.normal(0, 1, 160), 5 * np.sin(2 * np.pi * np.arange(40) / 5)]
             for _ in range(3)]
     raw = _raw(late)
-    got = choose(raw.levels, raw.offsets, np.full(3, 160), 10)
+    got = choose(raw.y, raw.offsets, np.full(3, 160), 10)
     assert got["season"]["season"] == 0 and "window" not in got
     assert "none (3 series show no season)" in got["season"]["reason"]
 
@@ -48,7 +48,7 @@ def test_many_series_are_sampled_evenly_and_the_window_fits_the_median_training_
     series = [10 + np.sin(2 * np.pi * t / 12) + rs.normal(0, 0.05, 120) for _ in range(7)]
     raw = _raw(series)
     n_train = np.array([30, 30, 30, 40, 96, 96, 96])
-    got = choose(raw.levels, raw.offsets, n_train, "auto", sample=3)
+    got = choose(raw.y, raw.offsets, n_train, "auto", sample=3)
     assert "of 3 series' training parts" in got["season"]["reason"]
     assert got["window"]["window"] == 20                           # half of the median 40
 

@@ -1,5 +1,5 @@
 """Unit tests of attn_forecast.data.store's Store: ``refit`` (every scaler refitted on a
-backtest fold's training parts, nothing read from its origin on) and ``to_levels`` (scaling and
+backtest fold's training parts, nothing read from its origin on) and ``to_y`` (scaling and
 transform inverted).
 
 Expected values come from numpy, never from the code under test.
@@ -66,13 +66,13 @@ def test_refit_uses_nothing_from_the_folds_origin_on_nor_before_its_training_par
     cuts = _fold_cuts(s)
     got = s.refit(cuts)
     # every level and feature from each series' fold validation start on, poisoned
-    levels, fcols = np.array(s.levels), np.array(s.feature_cols)
+    y, fcols = np.array(s.y), np.array(s.feature_cols)
     for i in range(2):
         a, b = int(s.offsets[i]), int(s.offsets[i + 1])
-        levels[a + int(cuts.val_start[i]):b] *= 1000.0
+        y[a + int(cuts.val_start[i]):b] *= 1000.0
         fcols[a + int(cuts.val_start[i]):b] *= 1000.0
     from dataclasses import replace
-    again = replace(s, levels=levels, feature_cols=fcols).refit(cuts)
+    again = replace(s, y=y, feature_cols=fcols).refit(cuts)
     assert _same(again.scalers.center, got.scalers.center)
     assert _same(again.scalers.scale, got.scalers.scale)
     assert _same(again.feature_center, got.feature_center)
@@ -80,12 +80,12 @@ def test_refit_uses_nothing_from_the_folds_origin_on_nor_before_its_training_par
     # a sliding training part (backtest.train_size): rows before it do not count either
     sliding = _fold_cuts(s, train_start=[20, 25])
     ref = s.refit(sliding)
-    early_levels, early_cols = np.array(s.levels), np.array(s.feature_cols)
+    early_levels, early_cols = np.array(s.y), np.array(s.feature_cols)
     for i, start in enumerate((20, 25)):
         a = int(s.offsets[i])
         early_levels[a:a + start - 1] *= 1000.0        # level start - 1 is row start's past
         early_cols[a:a + start] *= 1000.0
-    moved = replace(s, levels=early_levels, feature_cols=early_cols).refit(sliding)
+    moved = replace(s, y=early_levels, feature_cols=early_cols).refit(sliding)
     assert _same(moved.scalers.center, ref.scalers.center)
     assert _same(moved.scalers.scale, ref.scalers.scale)
     assert _same(moved.feature_center, ref.feature_center)
@@ -105,10 +105,10 @@ def test_refit_of_a_loaded_store(tmp_path):
     assert a.scalers.center[4] == pytest.approx(np.mean(train), rel=1e-12)
 
 
-# ---------------------------------------------------------------- to_levels
+# ---------------------------------------------------------------- to_y
 @pytest.mark.parametrize("transform", TRANSFORMS)
 @pytest.mark.parametrize("scaler", ("zscore", "minmax"))
-def test_to_levels_inverts_scaling_and_transform(transform, scaler):
+def test_to_y_inverts_scaling_and_transform(transform, scaler):
     series = _hand_series()
     s = _build(series, transform=transform, scaler=scaler)
     ends = s.ends("test")
@@ -117,16 +117,16 @@ def test_to_levels_inverts_scaling_and_transform(transform, scaler):
     sid = np.searchsorted(np.cumsum([len(v) for v in series]), ends, side="right")
     center, scale = s.scalers.center[sid, None], s.scalers.scale[sid, None]
     unscaled = z_pred.astype(np.float64) * scale + center
-    last = s.levels[ends - 1][:, None]
+    last = s.y[ends - 1][:, None]
     want = {"none": unscaled, "diff": last + np.cumsum(unscaled, axis=1),
             "log_return": last * np.exp(np.cumsum(unscaled, axis=1))}[transform]
-    np.testing.assert_allclose(s.to_levels(z_pred, ends), want, rtol=1e-12)
+    np.testing.assert_allclose(s.to_y(z_pred, ends), want, rtol=1e-12)
     # the store's own targets come back as the levels (up to float32 scaling)
     y = np.asarray(s.z)[ends[:, None] + np.arange(H)]
-    np.testing.assert_allclose(s.to_levels(y, ends), s.levels[ends[:, None] + np.arange(H)],
+    np.testing.assert_allclose(s.to_y(y, ends), s.y[ends[:, None] + np.arange(H)],
                                rtol=1e-5)
     # quantiles (N, H, Q): each level on its own
     q = np.stack([z_pred - 0.1, z_pred, z_pred + 0.1], axis=-1)
-    got = s.to_levels(q, ends)
+    got = s.to_y(q, ends)
     assert got.shape == (len(ends), H, 3)
     np.testing.assert_allclose(got[..., 1], want, rtol=1e-12)

@@ -15,7 +15,7 @@ from unit.data.helpers import (_build, _daily, _feature_raw, _feature_store, _ha
 
 # ---------------------------------------------------------------- save and load
 def _check_same_store(back: Store, s: Store) -> None:
-    for name in ("levels", "signal", "t", "z", "offsets", "side", "feature_cols",
+    for name in ("y", "signal", "t", "z", "offsets", "side", "feature_cols",
                  "feature_center", "feature_scale"):
         a, b = getattr(back, name), getattr(s, name)
         assert (a is None) == (b is None), name
@@ -40,7 +40,7 @@ def test_the_saved_store_reads_back_bit_for_bit_memory_mapped(tmp_path, times):
     lengths = [len(x) for x in series]
     t = _daily(lengths) if times == "dates" else None
     raw = _raw(series, t=t)
-    raw = Raw(raw.ids, raw.offsets, raw.t, raw.levels, np.linspace(0, 1, len(raw.levels)))
+    raw = Raw(raw.ids, raw.offsets, raw.t, raw.y, np.linspace(0, 1, len(raw.y)))
     s = _build(raw, transform="log_return", scaler="minmax",
                source={"kind": "panel", "column": "value"},
                auto={"season": {"season": 4, "reason": "by hand"}},

@@ -31,7 +31,7 @@ def test_transform_round_trip_through_windows(kind, horizon):
     off, window = transforms.offset(kind), 8
     ends = np.arange(window + off, len(v) - horizon + 1)
     _, y = gather(z, ends, window, horizon)
-    rebuilt = transforms.to_levels(y, v[ends - 1], kind)
+    rebuilt = transforms.to_y(y, v[ends - 1], kind)
     want = v[ends[:, None] + np.arange(horizon)[None, :]]
     np.testing.assert_allclose(rebuilt, want, rtol=1e-12, atol=1e-12)
 

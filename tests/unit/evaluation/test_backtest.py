@@ -19,10 +19,10 @@ from attn_forecast.data.long_table import Raw
 def _store(series, *, window=10, horizon=1, test=0.2, val=0.0, cal=0.0, transform="none"):
     series = [np.asarray(s, dtype=np.float64) for s in series]
     offsets = np.r_[0, np.cumsum([len(s) for s in series])].astype(np.int64)
-    levels = np.concatenate(series)
+    y = np.concatenate(series)
     t = np.concatenate([np.arange(len(s), dtype=np.float64) for s in series])
-    raw = Raw(np.array([f"s{i}" for i in range(len(series))]), offsets, t, levels,
-              np.full(len(levels), np.nan))
+    raw = Raw(np.array([f"s{i}" for i in range(len(series))]), offsets, t, y,
+              np.full(len(y), np.nan))
     return build(raw, window=window, horizon=horizon,
                  fracs={"test": test, "val": val, "cal": cal}, scaler="zscore",
                  transform=transform)
@@ -100,27 +100,27 @@ def test_same_targets_whatever_the_transform():
 
 
 def test_fold_scaler_uses_only_data_before_its_origin():
-    levels = np.random.default_rng(0).normal(size=300)
-    store = _store([levels])
+    y = np.random.default_rng(0).normal(size=300)
+    store = _store([y])
     for cuts in _folds(store):
         fold = store.refit(cuts)
         vs = int(cuts.val_start[0])
-        poisoned = levels.copy()
+        poisoned = y.copy()
         poisoned[vs:] = 1e6                                 # after the fold's training part
         fold_p = _store([poisoned]).refit(cuts)
         assert fold_p.scalers.center[0] == fold.scalers.center[0]
         assert fold_p.scalers.scale[0] == fold.scalers.scale[0]
-        assert fold.scalers.center[0] == pytest.approx(levels[:vs].mean(), rel=1e-12)
-        assert fold.scalers.scale[0] == pytest.approx(levels[:vs].std(), rel=1e-12)
+        assert fold.scalers.center[0] == pytest.approx(y[:vs].mean(), rel=1e-12)
+        assert fold.scalers.scale[0] == pytest.approx(y[:vs].std(), rel=1e-12)
         assert fold.cuts == cuts
     # a sliding training part: values before it do not count either
     for cuts in _folds(store, train_size=60):
         ts, vs = int(cuts.train_start[0]), int(cuts.val_start[0])
         assert ts == vs - 60
-        early = levels.copy()
+        early = y.copy()
         early[:ts] = 1e6
         assert _store([early]).refit(cuts).scalers.center[0] == \
-            pytest.approx(levels[ts:vs].mean(), rel=1e-12)
+            pytest.approx(y[ts:vs].mean(), rel=1e-12)
 
 
 def test_too_many_folds_is_a_clear_error():

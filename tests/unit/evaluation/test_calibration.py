@@ -53,7 +53,7 @@ def _walk(n, seed, level=50.0, scale=1.0):
 def _train(store, i):
     """Series i's training part, by its cuts (rows 0 .. val_start of the series)."""
     a = int(store.offsets[i])
-    return store.levels[a:a + int(store.cuts.val_start[i])]
+    return store.y[a:a + int(store.cuts.val_start[i])]
 
 
 class _PointOnly:
@@ -82,7 +82,7 @@ def test_naives_quantiles_are_the_random_walk_formula():
     for i in range(2):
         sigma = np.std(np.diff(_train(store, i)), ddof=1)
         r = sid == i
-        last = store.levels[ends[r] - 1]
+        last = store.y[ends[r] - 1]
         want = last[:, None, None] + sigma * np.sqrt(k)[None, :, None] * Z[None, None, :]
         np.testing.assert_allclose(fc.quantiles[r], want, rtol=1e-12)
         np.testing.assert_allclose(fc.point[r], np.repeat(last[:, None], 5, axis=1))
@@ -113,7 +113,7 @@ def test_seasonal_naives_quantiles_grow_with_the_seasons_ahead():
         tr = _train(store, i)
         sigma4 = np.std(tr[4:] - tr[:-4], ddof=1)
         r = np.flatnonzero(sid == i)
-        point = store.levels[ends[r][:, None] - 4 + (k[None, :] - 1) % 4]
+        point = store.y[ends[r][:, None] - 4 + (k[None, :] - 1) % 4]
         np.testing.assert_allclose(fc.point[r], point, rtol=1e-12)
         want = point[..., None] + sigma4 * np.sqrt(seasons)[None, :, None] * Z
         np.testing.assert_allclose(fc.quantiles[r], want, rtol=1e-12)
@@ -167,7 +167,7 @@ def test_means_quantiles_are_the_historic_mean_and_sd_times_sqrt_1_plus_1_over_t
     sid = store.series_of(ends)
     for k, e in enumerate(ends):
         i = sid[k]
-        before = store.levels[store.offsets[i]:e]
+        before = store.y[store.offsets[i]:e]
         sd = np.std(_train(store, i), ddof=1) * math.sqrt(1 + 1 / len(before))
         np.testing.assert_allclose(fc.quantiles[k], np.broadcast_to(before.mean() + sd * Z,
                                                                     (4, 5)), rtol=1e-10)
@@ -244,7 +244,7 @@ def test_evaluate_calibrates_a_point_forecaster_or_gives_it_the_fallbacks_counte
     cal = fs.ends["cal"]
     u = np.array([np.mean(np.abs(np.diff(_train(store, i)))) for i in range(3)])
     np.testing.assert_allclose(scales(store, UNIT), u, rtol=1e-12)
-    res = np.abs(store.targets(cal) - store.levels[cal - 1][:, None]) / u[store.series_of(cal)][
+    res = np.abs(store.targets(cal) - store.y[cal - 1][:, None]) / u[store.series_of(cal)][
         :, None]
     n = len(cal)
     srt = np.sort(res, axis=0)

@@ -106,7 +106,7 @@ def test_directional_accuracy_is_null_for_a_forecaster_that_never_moves():
 def test_score_keys_and_none_handling(yp):
     y, p = yp
     last = y[:, 0] - 0.1
-    out = M.score(y, p, last, train_levels=np.array([1.0, 1.0]), signal=None, noise_var=None,
+    out = M.score(y, p, last, train_y=np.array([1.0, 1.0]), signal=None, noise_var=None,
                   naive_rmse=0.0)
     assert set(out) == SCORE_KEYS | {"rmse_step1", "rmse_step2", "rmse_step3"}
     assert out["mase"] is None and out["skill_vs_naive"] is None
@@ -114,14 +114,14 @@ def test_score_keys_and_none_handling(yp):
     assert out["rmse"] == pytest.approx(_sk_rmse(y, p))
     for k in range(3):
         assert out[f"rmse_step{k + 1}"] == pytest.approx(_sk_rmse(y[:, k], p[:, k]))
-    out2 = M.score(y, p, last, train_levels=np.array([1.0, 2.0]), signal=y, noise_var=0.25,
+    out2 = M.score(y, p, last, train_y=np.array([1.0, 2.0]), signal=y, noise_var=0.25,
                    naive_rmse=2 * out["rmse"])
     assert out2["skill_vs_naive"] == pytest.approx(0.5)
     assert out2["noise_floor_ratio"] == pytest.approx(out["mse"] / 0.25)
     assert out2["signal_rmse"] == pytest.approx(_sk_rmse(y, p))
     assert out2["mase"] == pytest.approx(mean_absolute_error(y.ravel(), p.ravel()))
     # one step ahead: no per-step columns
-    one = M.score(y[:, :1], p[:, :1], last, train_levels=np.array([1.0, 2.0]), signal=None,
+    one = M.score(y[:, :1], p[:, :1], last, train_y=np.array([1.0, 2.0]), signal=None,
                   noise_var=None, naive_rmse=None)
     assert set(one) == SCORE_KEYS
 

@@ -38,9 +38,9 @@ def _raw(series, ids=None) -> Raw:
     series = [np.asarray(s, dtype=np.float64) for s in series]
     ids = np.array(ids if ids is not None else [f"s{i}" for i in range(len(series))], dtype=str)
     offsets = np.r_[0, np.cumsum([len(s) for s in series])].astype(np.int64)
-    levels = np.concatenate(series)
+    y = np.concatenate(series)
     t = np.concatenate([np.arange(len(s), dtype=np.float64) for s in series])
-    return Raw(ids, offsets, t, levels, np.full(len(levels), np.nan))
+    return Raw(ids, offsets, t, y, np.full(len(y), np.nan))
 
 
 def _store(series=None, *, raw=None, window=W, horizon=1, test=0.25, val=0.0, cal=0.0,
@@ -117,15 +117,15 @@ def _ridge_by_hand(v, vs, ts, H, transform):
 def test_poisoned_future_changes_no_fit(case):
     H, transform, season = case["horizon"], case["transform"], case["season"]
     kw = dict(horizon=H, transform=transform, val=case["val"])
-    levels = _series()
-    store = _store([levels], **kw)
+    y = _series()
+    store = _store([y], **kw)
     clean = evaluate(store, _baselines(store, BASELINES, season), noise_std=None)
     vs, ts = int(store.cuts.val_start[0]), int(store.cuts.test_start[0])
     assert ts == 180 and vs == (156 if case["val"] else 180)
 
     # everything from the first level after the training part poisoned: the fits on the
     # training part are the same
-    poisoned = levels.copy()
+    poisoned = y.copy()
     poisoned[vs:] = 1e6 + np.arange(N - vs)
     bad_store = _store([poisoned], **kw)
     bad = evaluate(bad_store, _baselines(bad_store, BASELINES, season), noise_std=None)
@@ -133,7 +133,7 @@ def test_poisoned_future_changes_no_fit(case):
     assert bad_store.scalers.center[0] == store.scalers.center[0]
     assert bad_store.scalers.scale[0] == store.scalers.scale[0]
     # (the mean, like naive, averages the values before each origin: the poisoned ones too)
-    scale = np.mean(np.abs(np.diff(levels[:vs])))           # MASE's denominator
+    scale = np.mean(np.abs(np.diff(y[:vs])))           # MASE's denominator
     for name, f in bad.forecasts.items():
         m = bad.metrics[name]
         if f is None:
@@ -146,7 +146,7 @@ def test_poisoned_future_changes_no_fit(case):
 
     # the test part alone poisoned: the first test window's inputs and every forecaster's
     # forecast for it are the same
-    poisoned = levels.copy()
+    poisoned = y.copy()
     poisoned[ts:] = 1e6
     bad_store = _store([poisoned], **kw)
     bad = evaluate(bad_store, _baselines(bad_store, BASELINES, season), noise_std=None)
@@ -319,7 +319,7 @@ def test_tables_hold_first_steps_the_median_series_steps_ahead_and_coverage():
     assert pred["id"].tolist() == [f"s{i}" for i in sid]
     np.testing.assert_array_equal(pred["t"], ev.ends - store.offsets[sid])
     assert pred["t"].dtype.kind == "i"
-    np.testing.assert_array_equal(pred["actual"], store.levels[ev.ends])
+    np.testing.assert_array_equal(pred["actual"], store.y[ev.ends])
     # the median series by the model's MASE
     mase = [np.mean(np.abs(ev.forecasts["model"][sid == i] - ev.actual[sid == i]))
             / np.mean(np.abs(np.diff(series[i][:int(store.cuts.val_start[i])])))

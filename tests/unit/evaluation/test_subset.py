@@ -34,9 +34,9 @@ class _Drift:
     def forecast(self, store, ends, taus=()):
         sid = store.series_of(ends)
         start = store.offsets[sid]
-        slope = (store.levels[ends - 1] - store.levels[start]) / np.maximum(ends - 1 - start, 1)
+        slope = (store.y[ends - 1] - store.y[start]) / np.maximum(ends - 1 - start, 1)
         k = np.arange(1, store.horizon + 1)
-        return Forecast(store.levels[ends - 1][:, None] + slope[:, None] * k[None, :])
+        return Forecast(store.y[ends - 1][:, None] + slope[:, None] * k[None, :])
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ def _raw(series, ids=None, features=None, names=()) -> Raw:
     series = [np.asarray(s, dtype=np.float64) for s in series]
     ids = np.array(ids if ids is not None else [f"s{i}" for i in range(len(series))], dtype=str)
     offsets = np.r_[0, np.cumsum([len(s) for s in series])].astype(np.int64)
-    levels = np.concatenate(series)
+    y = np.concatenate(series)
     t = np.concatenate([np.arange(len(s), dtype=np.float64) for s in series])
-    return Raw(ids, offsets, t, levels, np.full(len(levels), np.nan), features, tuple(names))
+    return Raw(ids, offsets, t, y, np.full(len(y), np.nan), features, tuple(names))
 
 
 def _store(series, *, window=6, horizon=2, test=0.25, val=0.0, cal=0.0, transform="none",

@@ -78,11 +78,11 @@ def test_the_blend_never_reads_the_test_part():
     members = ["naive", "ets", "theta", "mean"]
     store = _store()
     clean = with_combinations(_fitted(store), [], store, blends_of(members))
-    levels = np.array(store.levels)
+    y = np.array(store.y)
     for i in range(store.n_series):
         a = int(store.offsets[i])
-        levels[a + int(store.cuts.test_start[i]):a + int(store.cuts.test_end[i])] = 1e9
-    bad_store = replace(store, levels=levels)
+        y[a + int(store.cuts.test_start[i]):a + int(store.cuts.test_end[i])] = 1e9
+    bad_store = replace(store, y=y)
     bad = with_combinations(_fitted(bad_store), [], bad_store, blends_of(members))
     assert bad.record["blend"]["series"] == clean.record["blend"]["series"]
     # each series' first test window (its history ends before the test part) is unchanged
@@ -132,7 +132,7 @@ def test_a_simple_members_future_intervals_are_the_pipelines_on_the_same_history
     ends = store.ends("test")
     for i in range(store.n_series):
         first = ends[store.series_of(ends) == i][0]       # right after the training part
-        y = store.train_levels(i)
+        y = store.train_y(i)
         want = f.forecast(store, np.array([first]), taus)
         point, quant = future(name, SEASON, y, store.horizon, taus)
         np.testing.assert_allclose(point, want.point[0], rtol=1e-12)
@@ -221,11 +221,11 @@ def test_the_blend_learns_on_its_own_part_never_on_the_early_stopping_windows():
     clean = learn_blend(fs, store, members)
     for m in members:
         fs.forecasts[m]["val"].point[:] = 1e9 * (1 + members.index(m))
-    levels = np.array(store.levels)
+    y = np.array(store.y)
     for i in range(store.n_series):
         a = int(store.offsets[i])
-        levels[a + int(store.cuts.val_start[i]):a + int(store.cuts.blend_start[i])] = -1e9
-    poisoned = learn_blend(fs, replace(store, levels=levels), members)
+        y[a + int(store.cuts.val_start[i]):a + int(store.cuts.blend_start[i])] = -1e9
+    poisoned = learn_blend(fs, replace(store, y=y), members)
     np.testing.assert_array_equal(poisoned.weights, clean.weights)
     fs.forecasts["seasonal_naive"]["blend"].point[:] = 1e9
     assert not np.allclose(learn_blend(fs, store, members).weights, clean.weights)

@@ -68,13 +68,13 @@ def _store():
 
 def _poisoned(store, value: float):
     """The same store with every test target (and its scaled model value) set to ``value``."""
-    levels, z = np.array(store.levels), np.array(store.z)
+    y, z = np.array(store.y), np.array(store.z)
     for i in range(store.n_series):
         a = int(store.offsets[i])
         rows = slice(a + int(store.cuts.test_start[i]), a + int(store.cuts.test_end[i]))
-        levels[rows] = value
+        y[rows] = value
         z[rows] = value
-    return replace(store, levels=levels, z=z)
+    return replace(store, y=y, z=z)
 
 
 def _train(store, init=None) -> torch.nn.Module:
@@ -109,11 +109,11 @@ def _store_of_poisoned_raw(value: float):
     """The store built from data whose test part is ``value`` before anything is fitted: the
     scalers (fitted on the training parts) must come out the same."""
     raw = _panel()
-    levels = np.array(raw.levels)
+    y = np.array(raw.y)
     for i in range(len(raw.ids)):
         end = int(raw.offsets[i + 1])
-        levels[end - H:end] = value
-    return build(replace(raw, levels=levels), window=WINDOW, horizon=H,
+        y[end - H:end] = value
+    return build(replace(raw, y=y), window=WINDOW, horizon=H,
                  fracs={"test": 0.2, "val": 0.0, "cal": 0.0}, scaler="zscore",
                  transform="none", test_size=raw.horizons, context=0)
 
@@ -127,7 +127,7 @@ def test_no_forecaster_reads_the_test_part(clean, value):
         _poisoned(store, value)
     np.testing.assert_array_equal(poisoned.scalers.center, store.scalers.center)
     np.testing.assert_array_equal(poisoned.scalers.scale, store.scalers.scale)
-    assert np.isnan(poisoned.levels).any() or poisoned.levels.max() == value
+    assert np.isnan(poisoned.y).any() or poisoned.y.max() == value
     bad = _every_forecast(poisoned)
     assert set(clean) == set(FIELD + ["ets", "model", "model_finetuned", "model+comb",
                                       "model+ets+theta", "model_finetuned+comb"])
@@ -252,11 +252,11 @@ def _poisoned_raw(raw: Raw, part: str, value: float) -> Raw:
     ``value``."""
     cuts = _cal_store(raw).cuts
     lo, hi = cuts.bounds(part)
-    levels = np.array(raw.levels, copy=True)
+    y = np.array(raw.y, copy=True)
     for i in range(len(raw.ids)):
         a = int(raw.offsets[i])
-        levels[a + int(lo[i]):a + int(hi[i])] = value
-    return replace(raw, levels=levels)
+        y[a + int(lo[i]):a + int(hi[i])] = value
+    return replace(raw, y=y)
 
 
 def _calibrated(raw: Raw):
@@ -352,11 +352,11 @@ def test_a_forecaster_fitting_nothing_is_calibrated_on_every_past_window(clean_i
     ev, store = clean_intervals
     raw = _panel()
     cuts = _cal_store(raw).cuts
-    levels = np.array(raw.levels, copy=True)
+    y = np.array(raw.y, copy=True)
     for i in range(len(raw.ids)):      # the training part's last 4 targets of every series
         a = int(raw.offsets[i])
-        levels[a + int(cuts.val_start[i]) - 4:a + int(cuts.val_start[i])] = 1e9
-    bad, _ = _calibrated(replace(raw, levels=levels))
+        y[a + int(cuts.val_start[i]) - 4:a + int(cuts.val_start[i])] = 1e9
+    bad, _ = _calibrated(replace(raw, y=y))
     for name in sorted(PAST_ONLY):
         rec = ev.intervals["forecasters"][name]
         assert rec["windows_of"] == "every window before the test part", name

@@ -71,11 +71,11 @@ def test_a_window_is_forecast_from_the_values_before_its_origin_only(fitted):
     ends = store.ends("test")
     e = int(ends[0])
     before = f.forecast(store, ends[:1]).point
-    store.levels[e:] += 1000.0
+    store.y[e:] += 1000.0
     try:
         after = f.forecast(store, ends[:1]).point
     finally:
-        store.levels[e:] -= 1000.0
+        store.y[e:] -= 1000.0
     assert np.allclose(before, after)
 
 

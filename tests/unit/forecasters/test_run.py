@@ -17,7 +17,7 @@ def test_a_saved_and_memory_mapped_store_forecasts_as_the_built_one(tmp_path):
     built = _store(series, window=5, horizon=2, test=0.2, cal=0.2)
     save(tmp_path / "prepared", built)
     loaded = load(tmp_path / "prepared")
-    assert isinstance(loaded.levels, np.memmap)
+    assert isinstance(loaded.y, np.memmap)
     made = [Naive(), SeasonalNaive(12), Mean(), RidgeForecaster(1.0), Stat("theta", 12)]
     a = run(built, made, ("test", "cal"), TAUS, season=0)
     b = run(loaded, made, ("test", "cal"), TAUS, season=0)

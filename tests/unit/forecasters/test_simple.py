@@ -25,8 +25,8 @@ def test_naive_repeats_the_last_value_with_random_walk_quantiles():
 
 
 def test_naive_has_zero_error_on_a_piecewise_constant_series():
-    levels = np.repeat(np.array([3.0, -1.0, 7.5, 2.0]), 10)   # constant blocks of 10
-    s = _store([levels], window=1, horizon=3, test=0.25)
+    y = np.repeat(np.array([3.0, -1.0, 7.5, 2.0]), 10)   # constant blocks of 10
+    s = _store([y], window=1, horizon=3, test=0.25)
     first = np.array([b * 10 + k for b in range(4) for k in range(1, 8)])
     got = Naive().forecast(s, first).point
     assert got.shape == (len(first), 3)
@@ -37,8 +37,8 @@ def test_naive_has_zero_error_on_a_piecewise_constant_series():
 
 
 def test_seasonal_naive_picks_one_season_back():
-    levels = np.arange(30, dtype=np.float64) * 10              # value = 10 x row
-    s = _store([levels], window=4, horizon=6, test=0.3)
+    y = np.arange(30, dtype=np.float64) * 10              # value = 10 x row
+    s = _store([y], window=4, horizon=6, test=0.3)
     got = SeasonalNaive(4).forecast(s, np.array([10, 17])).point
     # last known row 9: targets 10..15 take rows 6, 7, 8, 9 (one season back), then 6, 7
     assert got.tolist() == [[60, 70, 80, 90, 60, 70], [130, 140, 150, 160, 130, 140]]
@@ -46,14 +46,14 @@ def test_seasonal_naive_picks_one_season_back():
     np.testing.assert_array_equal(SeasonalNaive(1).forecast(s, np.array([10, 17])).point,
                                   Naive().forecast(s, np.array([10, 17])).point)
     # a horizon shorter than the season: v[target - season]
-    short = _store([levels], window=4, horizon=2, test=0.3)
+    short = _store([y], window=4, horizon=2, test=0.3)
     assert SeasonalNaive(5).forecast(short, np.array([12])).point.tolist() == [[70, 80]]
 
 
 def test_seasonal_naive_is_exact_on_a_periodic_series():
     pattern = np.array([1.0, 4.0, -2.0, 0.5, 3.0, 3.0, -1.0])
-    levels = np.tile(pattern, 6)
-    s = _store([levels], window=7, horizon=10, test=0.3)
+    y = np.tile(pattern, 6)
+    s = _store([y], window=7, horizon=10, test=0.3)
     first = np.arange(7, 30)
     np.testing.assert_array_equal(SeasonalNaive(7).forecast(s, first).point,
                                   s.targets(first))

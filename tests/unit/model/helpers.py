@@ -23,8 +23,8 @@ def hourly_store() -> Store:
     t = np.concatenate([pd.date_range("2024-01-01", periods=len(v), freq="h")
                         .to_numpy("datetime64[s]") for v in parts])
     offsets = np.r_[0, np.cumsum([len(v) for v in parts])].astype(np.int64)
-    levels = np.concatenate(parts)
-    raw = Raw(np.array(["a", "b"]), offsets, t, levels, np.full(len(levels), np.nan))
+    y = np.concatenate(parts)
+    raw = Raw(np.array(["a", "b"]), offsets, t, y, np.full(len(y), np.nan))
     return build(raw, window=W, horizon=H, fracs={"test": 0.2, "val": 0.0, "cal": 0.0},
                  scaler="zscore", transform="none", time_features=("hour",))
 
@@ -32,10 +32,10 @@ def hourly_store() -> Store:
 def small_store(series: list[np.ndarray], window: int = 6, horizon: int = 2) -> Store:
     """A store of ``series`` (one after the other), ids s0, s1, ..."""
     offsets = np.r_[0, np.cumsum([len(s) for s in series])].astype(np.int64)
-    levels = np.concatenate(series).astype(np.float64)
+    y = np.concatenate(series).astype(np.float64)
     t = np.concatenate([np.arange(len(s), dtype=np.float64) for s in series])
-    raw = Raw(np.array([f"s{i}" for i in range(len(series))]), offsets, t, levels,
-              np.full(len(levels), np.nan))
+    raw = Raw(np.array([f"s{i}" for i in range(len(series))]), offsets, t, y,
+              np.full(len(y), np.nan))
     return build(raw, window=window, horizon=horizon,
                    fracs={"test": 0.25, "val": 0.0, "cal": 0.0}, scaler="zscore",
                    transform="none")

@@ -119,7 +119,7 @@ def test_the_json_says_how_to_forecast_each_series_in_its_own_units(hourly, tmp_
         e = int(ends[k])
         i = int(np.searchsorted(hourly.offsets, e, side="right") - 1)
         c, s = sc["center"][i], sc["scale"][i]
-        x = _f32(((hourly.levels[e - W:e] - c) / s)[None])
+        x = _f32(((hourly.y[e - W:e] - c) / s)[None])
         hour = pd.DatetimeIndex(hourly.t[e - W:e + H]).hour.to_numpy()
         phase = 2 * np.pi * hour / 24
         cal = _f32(np.stack([np.sin(phase), np.cos(phase)], axis=1))

@@ -45,7 +45,7 @@ def _folds(store, folds_dir, k: int = 2, warning: str | None = None) -> list[dic
 def _parts(store, entry: dict, i: int) -> tuple[np.ndarray, np.ndarray]:
     """Series ``i``'s training part and test targets in the fold of ``entry`` (levels)."""
     c = entry["cuts"]
-    y = store.levels[store.rows(i)]
+    y = store.y[store.rows(i)]
     return (y[c["train_start"][i]:c["val_start"][i]],
             y[c["test_start"][i]:c["test_end"][i]])
 
@@ -63,12 +63,12 @@ def test_each_fold_is_scored_on_its_own_training_parts_and_test_targets(tmp_path
     np.testing.assert_allclose(out["model"]["rmse_mean_folds"], [OFF, OFF], rtol=1e-9)
     for k, entry in enumerate(entries):
         parts = [_parts(store, entry, i) for i in range(2)]
-        y_prev = [store.levels[store.rows(i)][entry["cuts"]["test_start"][i] - 1:
+        y_prev = [store.y[store.rows(i)][entry["cuts"]["test_start"][i] - 1:
                                               entry["cuts"]["test_end"][i] - 1]
                   for i in range(2)]
         # mean: of every value from the fold's training start to each origin (not the
         # whole store's training part)
-        y_all = [store.levels[store.rows(i)] for i in range(2)]
+        y_all = [store.y[store.rows(i)] for i in range(2)]
         c = entry["cuts"]
         want_mean = np.mean([np.sqrt(np.mean([(y[e] - y[c["train_start"][i]:e].mean()) ** 2
                                               for e in range(c["test_start"][i],
@@ -117,7 +117,7 @@ def test_one_series_scores_rmse_with_extra_forecasters_a_blend_and_named_warning
         assert row["naive2"] == pytest.approx(row["naive"])       # no season: naive's
         # no validation part: the blend is the members' equal-weight mean
         _, test = _parts(store, entries[k], 0)
-        prev = store.levels[entries[k]["cuts"]["test_start"][0] - 1:
+        prev = store.y[entries[k]["cuts"]["test_start"][0] - 1:
                             entries[k]["cuts"]["test_end"][0] - 1]
         blend = ((test + OFF) + prev) / 2
         assert row["blend"] == pytest.approx(np.sqrt(np.mean((test - blend) ** 2)), rel=1e-9)

@@ -34,11 +34,11 @@ def _inputs(store, *, attention: bool = True, blend: bool = False, naive: bool =
     for i, sid in enumerate(store.ids):
         a, ts, te = int(store.offsets[i]), int(store.cuts.test_start[i]), \
             int(store.cuts.test_end[i])
-        actual = store.levels[a + ts:a + te]
+        actual = store.y[a + ts:a + te]
         d = {"id": sid, "t": store.t[a + ts:a + te], "actual": actual,
              "predicted": actual + rs.normal(0.1, 0.05, len(actual))}
         if naive:
-            d["naive"] = store.levels[a + ts - 1:a + te - 1]
+            d["naive"] = store.y[a + ts - 1:a + te - 1]
         if blend:
             d["blend"] = actual + 0.01
         for q in LEVELS:
@@ -131,7 +131,7 @@ def test_many_series_draw_the_median_best_and_worst_and_every_extra(tmp_path):
     kw = {path.name: kw for _, path, kw in jobs}
     # the worst series whole, its test forecasts and naive's, titled with its MASE
     worst, one = kw["forecast_worst.png"], d.predictions[d.predictions["id"] == "s2"]
-    np.testing.assert_array_equal(worst["values"], d.store.levels[d.store.rows(2)])
+    np.testing.assert_array_equal(worst["values"], d.store.y[d.store.rows(2)])
     np.testing.assert_array_equal(worst["model"], one["predicted"])
     np.testing.assert_array_equal(worst["naive"], one["naive"])
     assert worst["title"] == "The worst series by the model's MASE: s2 (MASE 2.5)"
@@ -171,7 +171,7 @@ def test_one_series_is_titled_as_the_series_and_its_fan_shows_three_test_spans_b
     [(_, forecast, _)] = fan["paths"]
     np.testing.assert_array_equal(forecast, d.predictions["predicted"])
     # 10 test targets: the 30 values before the test part (0 .. 29 of 40)
-    np.testing.assert_array_equal(fan["history"], d.store.levels[0:30])
+    np.testing.assert_array_equal(fan["history"], d.store.y[0:30])
     np.testing.assert_array_equal(fan["t_hist"], d.store.t[0:30])
 
 
@@ -201,9 +201,9 @@ def test_several_steps_fan_the_whole_horizon_from_the_last_origins_beside_the_tr
         for j in range(3):
             r = 51 + 3 * k + j
             rows.append({"forecaster": "blend", "origin": k + 1, "step": j + 1, "t": t[3 * k + j],
-                         "actual": store.levels[r], "forecast": store.levels[r] + 0.1,
-                         "q2.5": store.levels[r] - 1, "q10": store.levels[r] - 0.5,
-                         "q90": store.levels[r] + 0.5, "q97.5": store.levels[r] + 1})
+                         "actual": store.y[r], "forecast": store.y[r] + 0.1,
+                         "q2.5": store.y[r] - 1, "q10": store.y[r] - 0.5,
+                         "q90": store.y[r] + 0.5, "q97.5": store.y[r] + 1})
     d = replace(d, fan=pd.DataFrame(rows))
     fan = _jobs(d, {"best": "s0", "median": "s0", "worst": "s0"})["fan.png"][1]
     assert fan["name"] == "blend" and "3 steps from the test part's last origins" in \
@@ -211,10 +211,10 @@ def test_several_steps_fan_the_whole_horizon_from_the_last_origins_beside_the_tr
     assert len(fan["paths"]) == 3
     for k, (tk, forecast, drawn) in enumerate(fan["paths"]):
         np.testing.assert_array_equal(tk, t[3 * k:3 * k + 3])
-        np.testing.assert_allclose(forecast, store.levels[51 + 3 * k:54 + 3 * k] + 0.1)
+        np.testing.assert_allclose(forecast, store.y[51 + 3 * k:54 + 3 * k] + 0.1)
         assert [b[2] for b in drawn] == [95, 80]
-    np.testing.assert_array_equal(fan["actual"], store.levels[51:60])
-    np.testing.assert_array_equal(fan["history"], store.levels[24:51])   # 3 x 9 values back
+    np.testing.assert_array_equal(fan["actual"], store.y[51:60])
+    np.testing.assert_array_equal(fan["history"], store.y[24:51])   # 3 x 9 values back
 
 
 def test_without_naive_forecasts_the_forecast_figure_draws_nan():

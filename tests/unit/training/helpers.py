@@ -17,11 +17,11 @@ NO_VAL = torch.zeros(0, dtype=torch.int64)
 
 def _raw(series: list[np.ndarray], t=None, ids=None) -> Raw:
     offsets = np.r_[0, np.cumsum([len(s) for s in series])].astype(np.int64)
-    levels = np.concatenate(series).astype(np.float64)
+    y = np.concatenate(series).astype(np.float64)
     if t is None:
         t = np.concatenate([np.arange(len(s), dtype=np.float64) for s in series])
     ids = np.array(ids or [f"s{i}" for i in range(len(series))])
-    return Raw(ids, offsets, t, levels, np.full(len(levels), np.nan))
+    return Raw(ids, offsets, t, y, np.full(len(y), np.nan))
 
 
 def _store(series, *, horizon=1, test=0.2, val=0.0, transform="none", window=W,
@@ -48,9 +48,9 @@ def _p(**kw) -> TrainSettings:
 
 def _with_calendar_and_features() -> Store:
     rs = np.random.default_rng(0)
-    levels = 10 + np.cumsum(rs.normal(size=120))
+    y = 10 + np.cumsum(rs.normal(size=120))
     t = pd.date_range("2024-01-01", periods=120, freq="D").to_numpy("datetime64[s]")
-    raw = Raw(np.array(["x"]), np.array([0, 120]), t, levels, np.full(120, np.nan),
+    raw = Raw(np.array(["x"]), np.array([0, 120]), t, y, np.full(120, np.nan),
               rs.uniform(1, 2, (120, 3)), ("a", "b", "c"))
     return build(raw, window=14, horizon=3, fracs={"test": 0.2, "val": 0.0, "cal": 0.0},
                    scaler="zscore", transform="none", time_features=("dayofweek", "month"))
