@@ -137,7 +137,7 @@ def step(name: str, group: str, n: int, engine: str, folder: Path) -> dict:
     else:
         store = store_io.load(folder / "store")
         fs = saved.load(folder / "field.npz")
-        model = type(fs)(fs.ends, {}, fs.taus, [], {"data": store.key()})
+        model = type(fs)(fs.ends, {}, fs.levels, [], {"data": store.key()})
         out["ets_mase"] = score(p, store, model, fs, period).metrics["ets"]["mase_mean"]
     return {"seconds": time.perf_counter() - t0, "peak": peak_mib(resource.RUSAGE_SELF), **out}
 

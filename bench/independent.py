@@ -28,7 +28,7 @@ from attn_forecast.pipeline import competition_leaderboard as L  # noqa: E402
 from attn_forecast.pipeline.competition import (SUBSETS, field_store, model_store,  # noqa: E402
                                                 subset_params)
 from attn_forecast.pipeline.competition_field import statistical_field  # noqa: E402
-from attn_forecast.setup.forecasting import check_data, parts, taus  # noqa: E402
+from attn_forecast.setup.forecasting import check_data, parts, levels_of  # noqa: E402
 from attn_forecast.setup.training import fit  # noqa: E402
 
 PARAMS = ROOT / "competitions" / "params.yaml"
@@ -43,7 +43,7 @@ def one(competition: str, subset: str):
     season = check_data(p, store)
     fitted = fit(p, store, season, str(ROOT / "models" / "pretrained.pt"))
     model_fs = run(store, [ModelForecaster(fitted.model, fitted.dist.device)], parts(p, store),
-                   taus(p),
+                   levels_of(p),
                    record={"data": store.key()}, season=season)
     t1 = time.perf_counter()
     fstore = field_store(p, prof)

@@ -71,13 +71,13 @@ def _with_quantiles(point: ForecastSet, head: ForecastSet | None, variant: str) 
         return point
     if variant in ("head", "head+cal"):
         return head
-    mid = list(head.taus).index(0.5)
+    mid = list(head.levels).index(0.5)
     out = {}
     for part, fc in point.forecasts["model"].items():
         h = head.forecasts["model"].get(part)
         out[part] = None if fc is None or h is None else Forecast(
             fc.point, fc.point[..., None] + (h.quantiles - h.quantiles[..., mid:mid + 1]))
-    return ForecastSet(point.ends, {"model": out}, head.taus, [], dict(point.record))
+    return ForecastSet(point.ends, {"model": out}, head.levels, [], dict(point.record))
 
 
 def subset_runs(subset: str, forecasts: Path, head: Path | None, unit: str, variant: str):

@@ -30,7 +30,7 @@ from common import ROOT  # noqa: E402
 from attn_forecast.config.load import read_yaml  # noqa: E402
 from attn_forecast.forecasters.peers import Peer  # noqa: E402
 from attn_forecast.pipeline.competition import field_store, subset_params  # noqa: E402
-from attn_forecast.setup.forecasting import taus  # noqa: E402
+from attn_forecast.setup.forecasting import levels_of  # noqa: E402
 
 PARAMS = ROOT / "competitions" / "params.yaml"
 PROBE = "nf_nhits"
@@ -38,7 +38,7 @@ PROBE = "nf_nhits"
 
 def one(subset: str, input_size: int, p, store) -> dict:
     s = read_yaml(PARAMS)["peers"][PROBE]
-    f = Peer(PROBE, input_size, s["max_steps"], s["seed"], taus(p))
+    f = Peer(PROBE, input_size, s["max_steps"], s["seed"], levels_of(p))
     t0 = time.perf_counter()
     f.fit(store)
     ends = store.ends("test")          # the validation holdout's windows: one a series

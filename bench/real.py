@@ -92,7 +92,7 @@ class Fracast:
     def fit(self, store):
         return []
 
-    def forecast(self, store, ends, taus=()):
+    def forecast(self, store, ends, levels=()):
         from attn_forecast.forecasters.protocol import Forecast
         W, H = self.model.context_length, store.horizon
         first = store.offsets[store.series_of(ends)] + store.offset

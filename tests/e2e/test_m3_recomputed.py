@@ -32,14 +32,14 @@ def _series(subset: str):
 def _forecasts(subset: str) -> dict:
     """Every scored forecaster's (point, quantiles) of the subset's test windows, and the
     levels: from the committed files only."""
-    out, taus = {}, None
+    out, levels = {}, None
     for name in ("model", "field", "zeroshot", "combinations", *PEERS):
         fs = load(M3 / subset / f"{name}.npz")
-        taus = fs.taus
+        levels = fs.levels
         for n, parts in fs.forecasts.items():
             if parts.get("test") is not None:
                 out[n] = (parts["test"].point, parts["test"].quantiles)
-    return out, tuple(taus)
+    return out, tuple(levels)
 
 
 def _sig(v: float) -> float:
@@ -55,7 +55,7 @@ def _scale(x: np.ndarray, m: int) -> float:
 @pytest.mark.parametrize("subset", SUBSETS)
 def test_every_committed_score_is_recomputed_from_the_committed_forecasts(subset):
     series = _series(subset)
-    fcs, taus = _forecasts(subset)
+    fcs, levels = _forecasts(subset)
     y = np.stack([xx for _, _, xx, _ in series])               # (S, H): one window a series
     scale = np.array([_scale(x, m) for _, x, _, m in series])
     col = BOARD[subset]
@@ -71,17 +71,17 @@ def test_every_committed_score_is_recomputed_from_the_committed_forecasts(subset
         assert _sig(mase.mean()) == row["mase"], name
         if q is None or row.get("wql") is None:
             continue
-        k = [taus.index(t) for t in NINE]
+        k = [levels.index(t) for t in NINE]
         d = y[..., None] - q[..., k]
         t = np.asarray(NINE)
         loss = 2 * np.maximum(t * d, (t - 1) * d).sum(axis=(0, 1)) / np.abs(y).sum()
         assert _sig(loss.mean()) == row["wql"], name
-        lo, hi = q[..., taus.index(0.025)], q[..., taus.index(0.975)]
+        lo, hi = q[..., levels.index(0.025)], q[..., levels.index(0.975)]
         score = hi - lo + 40 * np.maximum(lo - y, 0) + 40 * np.maximum(y - hi, 0)
         msis = np.mean(score, axis=1) / scale
         assert _sig(msis.mean()) == row["msis"], name
         for pct, a, b in ((80, 0.1, 0.9), (95, 0.025, 0.975)):
-            inside = (y >= q[..., taus.index(a)]) & (y <= q[..., taus.index(b)])
+            inside = (y >= q[..., levels.index(a)]) & (y <= q[..., levels.index(b)])
             assert _sig(inside.mean()) == row[f"coverage_{pct}"], name
         checked += 1
     assert checked >= 10, "every forecaster of the leaderboard is in the committed files"

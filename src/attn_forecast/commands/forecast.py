@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     parts, unseen, skipped, far, hows = [], 0, [], [], set()
     blend, blend_lines = read_blend(args.blend, args.model), []
     iv = read_beside(args.intervals, args.model, "intervals.json", "--intervals")
-    taus = tuple(iv["levels"]) if iv and iv.get("levels") else tuple(model.settings.quantiles)
+    levels = tuple(iv["levels"]) if iv and iv.get("levels") else tuple(model.settings.quantiles)
     for a, b in zip(bounds[:-1], bounds[1:]):
         sid, y = str(ids[a]), frame["value"].to_numpy()[a:b]
         feats = frame[[FEATURE_PREFIX + f for f in meta["features"]]].to_numpy()[a:b] \
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
                             "time": next_times(frame["t"].to_numpy()[a:b], args.steps),
                             "forecast": values})
         if quant is not None:   # every step's quantiles, the median being the forecast
-            for j, tau in enumerate(taus):
+            for j, tau in enumerate(levels):
                 if tau != 0.5:
                     out[level_name(tau)] = quant[:, j]
             # a row past the calibrated steps: step H's spread grown, never calibrated
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{args.out}")
     if hows:
         H = meta["horizon"]
-        print("forecast: quantiles " + ", ".join(level_name(t) for t in taus if t != 0.5)
+        print("forecast: quantiles " + ", ".join(level_name(t) for t in levels if t != 0.5)
               + f" of every step: {'; '.join(sorted(hows))}")
         if args.steps > H:
             print(f"forecast: warning: steps {H + 1} to {args.steps} lie past the {H} the "

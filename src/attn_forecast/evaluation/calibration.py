@@ -117,12 +117,12 @@ def calibration_of(fs: ForecastSet, store: Store, part: str = "cal",
 def with_point_quantiles(fs: ForecastSet) -> ForecastSet:
     """``fs`` with every forecast that has no quantiles given its point at every level (for
     calibration, which widens them; combinations then average them with their members')."""
-    if not fs.taus:
+    if not fs.levels:
         return fs
     for parts in fs.forecasts.values():
         for part, fc in parts.items():
             if fc is not None and fc.quantiles is None:
-                parts[part] = Forecast(fc.point, Q.at_point(fc.point, len(fs.taus)),
+                parts[part] = Forecast(fc.point, Q.at_point(fc.point, len(fs.levels)),
                                        fc.members, fc.warnings, fc.failed)
     return fs
 
@@ -143,7 +143,7 @@ class Intervals:
     few: str = "gaussian"             # the rule those too few windows were calibrated by
 
 
-def intervals(forecasts: dict[str, Forecast | None], taus: tuple, unit: np.ndarray,
+def intervals(forecasts: dict[str, Forecast | None], levels: tuple, unit: np.ndarray,
               sid: np.ndarray, fallback: Forecast, calibration: CalibrationSet | None,
               few: str = "gaussian") -> Intervals:
     """Every forecaster's quantiles of the scored windows (see the module docstring):
@@ -165,20 +165,20 @@ def intervals(forecasts: dict[str, Forecast | None], taus: tuple, unit: np.ndarr
             if cal is not None and cal.forecast.failed is not None:  # the fallback's windows
                 ok &= ~np.asarray(cal.forecast.failed, dtype=bool)
             if ok.any() and fc.quantiles is not None:
-                m = Q.margins(cal.forecast.quantiles[ok], cal.actual[ok], taus, cal.unit[ok],
+                m = Q.margins(cal.forecast.quantiles[ok], cal.actual[ok], levels, cal.unit[ok],
                               few)
                 out.margins[name], out.n_windows[name] = m, int(ok.sum())
-                short = Q.too_few(int(ok.sum()), taus)
+                short = Q.too_few(int(ok.sum()), levels)
                 if short:
                     out.short[name] = short
                 out.few = few
-                q = Q.widen(fc.quantiles, m, taus, unit)
+                q = Q.widen(fc.quantiles, m, levels, unit)
         elif fc.quantiles is not None:
-            q = Q.nested(fc.quantiles, taus)
+            q = Q.nested(fc.quantiles, levels)
         bad = np.ones(len(fc.point), dtype=bool) if q is None else \
             ~np.isfinite(q).all(axis=(1, 2))
         if bad.any():
-            q = np.zeros(fc.point.shape + (len(taus),)) if q is None else q.copy()
+            q = np.zeros(fc.point.shape + (len(levels),)) if q is None else q.copy()
             q[bad] = fc.point[bad][..., None] + spread[bad]
             out.fallback[name] = int(len(np.unique(sid[bad])))
             how = "fallback" if bad.all() else f"{how}, fallback for some series"
@@ -203,13 +203,13 @@ def short_lines(iv: Intervals) -> list[str]:
             "(prepare.cal_frac) calibrate them by rank"]
 
 
-def margins_record(iv: Intervals, taus: tuple, calibration: CalibrationSet | None) -> dict:
+def margins_record(iv: Intervals, levels: tuple, calibration: CalibrationSet | None) -> dict:
     """What the forecast command needs to give a future forecast the same intervals: the
     levels, each central pair, and each forecaster's calibrated margins per step (in units of
     its series' :data:`UNIT`), the windows they came from and how its intervals were
     made."""
-    return {"levels": [float(t) for t in taus],
-            "pairs": [pct for _, _, pct in central_intervals(taus)],
+    return {"levels": [float(t) for t in levels],
+            "pairs": [pct for _, _, pct in central_intervals(levels)],
             "calibrated_on": calibration.what if calibration is not None else None,
             "unit": UNIT_NAMES[calibration.unit_name if calibration is not None else UNIT],
             "unit_key": calibration.unit_name if calibration is not None else UNIT,
@@ -224,7 +224,7 @@ def margins_record(iv: Intervals, taus: tuple, calibration: CalibrationSet | Non
                             for n in iv.quantiles}}
 
 
-def future_quantiles(raw: np.ndarray, margins: np.ndarray, taus, unit) -> np.ndarray:
+def future_quantiles(raw: np.ndarray, margins: np.ndarray, levels, unit) -> np.ndarray:
     """A future forecast's calibrated quantiles (steps, Q), or of B series (B, steps, Q):
     ``raw`` of that shape widened by the calibrated ``margins`` (H, P) in each series' ``unit``
     (a number, or (B,)). A step k past the H calibrated ones (a recursive forecast: nothing
@@ -234,10 +234,10 @@ def future_quantiles(raw: np.ndarray, margins: np.ndarray, taus, unit) -> np.nda
     one = raw.ndim == 2
     raw = raw[None] if one else raw
     steps, H = raw.shape[1], len(margins)
-    inside = Q.widen(raw[:, :min(steps, H)], margins[:min(steps, H)], taus,
+    inside = Q.widen(raw[:, :min(steps, H)], margins[:min(steps, H)], levels,
                      np.broadcast_to(np.asarray(unit, dtype=np.float64), (len(raw),)))
     if steps > H:
-        mid = list(taus).index(0.5)
+        mid = list(levels).index(0.5)
         spread = inside[:, H - 1] - inside[:, H - 1, mid:mid + 1]          # (B, Q), nested
         k = np.arange(H + 1, steps + 1)
         past = raw[:, H:, mid:mid + 1] + spread[:, None, :] * np.sqrt(k / H)[None, :, None]
@@ -270,8 +270,8 @@ def calibrated_set(store: Store, fs: ForecastSet, cut_store: Store, cut: Forecas
     sid = store.series_of(ends)
     fb = fallback_for(season)
     fb.fit(store)
-    iv = intervals({n: p.get("test") for n, p in fs.forecasts.items()}, fs.taus,
-                   scales(store, unit_name)[sid], sid, fb.forecast(store, ends, fs.taus), cal)
+    iv = intervals({n: p.get("test") for n, p in fs.forecasts.items()}, fs.levels,
+                   scales(store, unit_name)[sid], sid, fb.forecast(store, ends, fs.levels), cal)
     out: dict[str, dict[str, Forecast | None]] = {}
     raw = [n for n in keep if n in raw_for and fs.forecasts.get(n, {}).get("test") is not None]
     for n in keep:
@@ -282,8 +282,8 @@ def calibrated_set(store: Store, fs: ForecastSet, cut_store: Store, cut: Forecas
             out[n][RAW] = test if n in raw else None
             out[n][CUT] = cut.forecasts[n].get("test") if n in raw else None
     parts = {"test": ends, **({RAW: ends, CUT: cut.ends["test"]} if raw else {})}
-    record = {**fs.record, "intervals": margins_record(iv, fs.taus, cal),
+    record = {**fs.record, "intervals": margins_record(iv, fs.levels, cal),
               "interval_fallback": {n: iv.fallback[n] for n in iv.fallback if n in keep},
               **({"cut_ids": [str(i) for i in cut_store.ids[cut_store.series_of(
                   cut.ends["test"])]]} if raw else {})}
-    return ForecastSet(parts, out, fs.taus, list(fs.warnings) + list(cut.warnings), record)
+    return ForecastSet(parts, out, fs.levels, list(fs.warnings) + list(cut.warnings), record)

@@ -1,7 +1,7 @@
 """Probabilistic forecasts: the pinball loss, the field's scores, and split-conformal
 calibration.
 
-Quantile forecasts are arrays (N, H, Q) over increasing levels ``taus`` (Q of them, 0.5 among
+Quantile forecasts are arrays (N, H, Q) over increasing quantile ``levels`` (Q of them, 0.5 among
 them). A central interval pairs level tau with 1 - tau: [0.1, 0.9] is the 80 % interval.
 
 - pinball (quantile) loss of level tau: max(tau (y - q), (tau - 1) (y - q)), averaged;
@@ -34,60 +34,60 @@ from ..forecasters.protocol import at_levels, central_intervals, nested
 MSIS_PCT = 95                                                  # the M4 competition's interval
 
 
-def pinball_terms(y: np.ndarray, q: np.ndarray, taus) -> np.ndarray:
+def pinball_terms(y: np.ndarray, q: np.ndarray, levels) -> np.ndarray:
     """The pinball loss of every target and level (N, H, Q); y (N, H), q (N, H, Q)."""
     diff = y[..., None] - q
-    taus = np.asarray(taus)
-    return np.maximum(taus * diff, (taus - 1) * diff)
+    levels = np.asarray(levels)
+    return np.maximum(levels * diff, (levels - 1) * diff)
 
 
-def pinball(y: np.ndarray, q: np.ndarray, taus) -> float:
+def pinball(y: np.ndarray, q: np.ndarray, levels) -> float:
     """Mean pinball loss; y (N, H), q (N, H, Q)."""
-    return float(np.mean(pinball_terms(y, q, taus)))
+    return float(np.mean(pinball_terms(y, q, levels)))
 
 
 CRPS_GRID = 200      # levels of the dense grid CRPS integrates over: (k + 0.5) / 200
 
 
-def crps(y: np.ndarray, q: np.ndarray, taus, chunk: int = 20_000) -> float:
+def crps(y: np.ndarray, q: np.ndarray, levels, chunk: int = 20_000) -> float:
     """CRPS, the integral over every level tau of 2 x the pinball loss: the quantiles read off
     on a dense grid of :data:`CRPS_GRID` levels (protocol.at_levels: linear in the normal
     score between the given levels, a normal tail past the outermost), then the midpoint
     rule. On a normal forecast it is within 0.1 % of the exact value (a test), where the
     mean pinball over 11 unevenly spaced levels reads 6 % low. ``chunk``: windows at a time.
     NaN (n/a, null in JSON) with fewer than two levels."""
-    if len(taus) < 2:       # one level (the median alone) spans no distribution
+    if len(levels) < 2:       # one level (the median alone) spans no distribution
         return float("nan")
     grid = (np.arange(CRPS_GRID) + 0.5) / CRPS_GRID
     total, n = 0.0, 0
     for i in range(0, len(y), chunk):
-        dense = at_levels(q[i:i + chunk], taus, grid)
+        dense = at_levels(q[i:i + chunk], levels, grid)
         total += float(np.sum(pinball_terms(y[i:i + chunk], dense, grid).mean(axis=-1)))
         n += y[i:i + chunk].size
     return 2 * total / n if n else float("nan")
 
 
-def wql_levels(taus) -> list[int]:
+def wql_levels(levels) -> list[int]:
     """The indices of the levels WQL averages over: fev's nine, or every one given when they
     are not all there."""
-    rounded = [round(t, 6) for t in taus]
+    rounded = [round(t, 6) for t in levels]
     if all(t in rounded for t in WQL_LEVELS):
         return [rounded.index(t) for t in WQL_LEVELS]
-    return list(range(len(taus)))
+    return list(range(len(levels)))
 
 
-def wql_parts(y: np.ndarray, q: np.ndarray, taus) -> tuple[np.ndarray, float]:
+def wql_parts(y: np.ndarray, q: np.ndarray, levels) -> tuple[np.ndarray, float]:
     """WQL's numerator per level (2 x the summed pinball loss, (L,)) and its denominator (the
     summed absolute targets): a task's WQL pools them over every target."""
-    k = wql_levels(taus)
-    terms = pinball_terms(y, q[..., k], np.asarray(taus)[k])
+    k = wql_levels(levels)
+    terms = pinball_terms(y, q[..., k], np.asarray(levels)[k])
     return 2 * terms.reshape(-1, len(k)).sum(axis=0), float(np.abs(y).sum())
 
 
-def wql(y: np.ndarray, q: np.ndarray, taus) -> float | None:
+def wql(y: np.ndarray, q: np.ndarray, levels) -> float | None:
     """The weighted quantile loss of a task, as fev and Chronos compute it (the module
     docstring); None where the targets sum to 0."""
-    num, den = wql_parts(y, q, taus)
+    num, den = wql_parts(y, q, levels)
     return float(np.mean(num / den)) if den > 0 else None
 
 
@@ -97,28 +97,28 @@ def interval_terms(y: np.ndarray, low: np.ndarray, high: np.ndarray, pct: int) -
     return high - low + 2 / (1 - pct / 100) * miss
 
 
-def msis_per_window(y: np.ndarray, q: np.ndarray, taus, scale: np.ndarray) -> np.ndarray | None:
+def msis_per_window(y: np.ndarray, q: np.ndarray, levels, scale: np.ndarray) -> np.ndarray | None:
     """Each window's mean 95 % interval score over its steps, over its series' ``scale`` (N,)
     (MASE's in-sample naive error); None without the 0.025 and 0.975 levels."""
-    pair = [(lo, hi) for lo, hi, pct in central_intervals(taus) if pct == MSIS_PCT]
+    pair = [(lo, hi) for lo, hi, pct in central_intervals(levels) if pct == MSIS_PCT]
     if not pair:
         return None
     lo, hi = pair[0]
     return interval_terms(y, q[..., lo], q[..., hi], MSIS_PCT).mean(axis=1) / scale
 
 
-def interval_scores(y: np.ndarray, q: np.ndarray, taus, scale: np.ndarray | None = None,
+def interval_scores(y: np.ndarray, q: np.ndarray, levels, scale: np.ndarray | None = None,
                     sid: np.ndarray | None = None) -> dict:
     """coverage_<p>, width_<p>, winkler_<p> for each central interval, pinball, crps, wql and,
     given each window's ``scale`` (N,) and series ``sid`` (N,), msis (the mean over series of
     each series' mean over its targets)."""
-    out = {"pinball": pinball(y, q, taus), "crps": crps(y, q, taus), "wql": wql(y, q, taus)}
-    for lo, hi, pct in central_intervals(taus):
+    out = {"pinball": pinball(y, q, levels), "crps": crps(y, q, levels), "wql": wql(y, q, levels)}
+    for lo, hi, pct in central_intervals(levels):
         low, high = q[..., lo], q[..., hi]
         out[f"coverage_{pct}"] = float(np.mean((y >= low) & (y <= high)))
         out[f"width_{pct}"] = float(np.mean(high - low))
         out[f"winkler_{pct}"] = float(np.mean(interval_terms(y, low, high, pct)))
-    per = msis_per_window(y, q, taus, scale) if scale is not None and len(y) else None
+    per = msis_per_window(y, q, levels, scale) if scale is not None and len(y) else None
     if per is not None:
         sid = np.zeros(len(y), dtype=np.int64) if sid is None else np.asarray(sid)
         _, inv = np.unique(sid, return_inverse=True)
@@ -175,7 +175,7 @@ def _z(pct: float) -> float:
     return float(ndtri(0.5 + pct / 200))
 
 
-def margins(q_cal: np.ndarray, y_cal: np.ndarray, taus, norm_cal: np.ndarray | None = None,
+def margins(q_cal: np.ndarray, y_cal: np.ndarray, levels, norm_cal: np.ndarray | None = None,
             few: str = "gaussian") -> np.ndarray:
     """The conformal margin (H, P) each central pair of levels needs, per step, on the
     calibration windows (``q_cal`` (N, H, Q), ``y_cal`` (N, H)), in units of each window's
@@ -183,7 +183,7 @@ def margins(q_cal: np.ndarray, y_cal: np.ndarray, taus, norm_cal: np.ndarray | N
     with fewer windows than its rank needs is calibrated by the rule ``few`` (:data:`FEW`),
     so every level keeps its own width."""
     u_cal = _unit(norm_cal, len(y_cal))
-    pairs = central_intervals(taus)
+    pairs = central_intervals(levels)
     if not pairs:
         return np.zeros((y_cal.shape[1], 0))
     n, H = y_cal.shape
@@ -211,37 +211,37 @@ def margins(q_cal: np.ndarray, y_cal: np.ndarray, taus, norm_cal: np.ndarray | N
     return np.stack(out, axis=-1)
 
 
-def too_few(n: int, taus) -> list[int]:
+def too_few(n: int, levels) -> list[int]:
     """The central intervals (nominal %) that ``n`` calibration windows cannot calibrate with
     the split-conformal guarantee (:func:`needed`)."""
-    return [pct for _, _, pct in central_intervals(taus) if n < needed(1 - pct / 100)]
+    return [pct for _, _, pct in central_intervals(levels) if n < needed(1 - pct / 100)]
 
 
-def widen(q: np.ndarray, m: np.ndarray, taus, norm: np.ndarray | None = None) -> np.ndarray:
+def widen(q: np.ndarray, m: np.ndarray, levels, norm: np.ndarray | None = None) -> np.ndarray:
     """``q`` (N, H, Q) with each central pair widened (or narrowed) by its margin ``m`` (H, P)
     times each window's unit ``norm`` (N,); the median stays, no bound crosses it, and each
     interval still holds the narrower ones (:func:`nested`: margins of nested pairs may
     cross)."""
     out = np.array(q, dtype=np.float64, copy=True)
-    mid = list(taus).index(0.5)
-    pairs = central_intervals(taus)
+    mid = list(levels).index(0.5)
+    pairs = central_intervals(levels)
     if pairs:   # every pair at once: pair k's bounds move by m[:, k] times the unit
         lo, hi = [p[0] for p in pairs], [p[1] for p in pairs]
         mk = m[None, :, :len(pairs)] * _unit(norm, len(q))[..., None]     # (N, H, P)
         med = out[..., mid:mid + 1]
         out[..., lo] = np.minimum(q[..., lo] - mk, med)
         out[..., hi] = np.maximum(q[..., hi] + mk, med)
-    return nested(out, taus)
+    return nested(out, levels)
 
 
-def calibrate(q_cal: np.ndarray, y_cal: np.ndarray, q: np.ndarray, taus,
+def calibrate(q_cal: np.ndarray, y_cal: np.ndarray, q: np.ndarray, levels,
               norm_cal: np.ndarray | None = None, norm: np.ndarray | None = None,
               few: str = "gaussian") -> np.ndarray:
     """Widen (or narrow) each central interval of ``q`` (N, H, Q) by the conformal margin its
     pair of levels needs on the calibration windows (``q_cal``, ``y_cal``), per step; the
     median stays. ``norm_cal``, ``norm`` (N,): each window's unit (see :func:`_unit`). Each
     pair is calibrated on its own, and the result is kept non-crossing."""
-    return widen(q, margins(q_cal, y_cal, taus, norm_cal, few), taus, norm)
+    return widen(q, margins(q_cal, y_cal, levels, norm_cal, few), levels, norm)
 
 
 def at_point(point: np.ndarray, n_levels: int) -> np.ndarray:
@@ -250,10 +250,10 @@ def at_point(point: np.ndarray, n_levels: int) -> np.ndarray:
     return np.repeat(np.asarray(point, dtype=np.float64)[..., None], n_levels, axis=-1)
 
 
-def from_residuals(point: np.ndarray, point_cal: np.ndarray, y_cal: np.ndarray, taus,
+def from_residuals(point: np.ndarray, point_cal: np.ndarray, y_cal: np.ndarray, levels,
                    norm_cal: np.ndarray | None = None, norm: np.ndarray | None = None
                    ) -> np.ndarray:
     """Quantiles (N, H, Q) of a point forecast: the point forecast -+ the per-step conformal
     margin of its absolute residuals on the calibration windows, per central interval."""
-    n = len(taus)
-    return calibrate(at_point(point_cal, n), y_cal, at_point(point, n), taus, norm_cal, norm)
+    n = len(levels)
+    return calibrate(at_point(point_cal, n), y_cal, at_point(point, n), levels, norm_cal, norm)

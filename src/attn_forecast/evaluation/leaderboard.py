@@ -62,9 +62,9 @@ def pooled_intervals(evaluations: dict[str, Evaluation], names: list[str]) -> di
             continue
         num, den, inside, total = 0.0, 0.0, {}, 0
         for ev in evaluations.values():
-            n, d = Q.wql_parts(ev.actual, ev.quantiles[name], ev.taus)
+            n, d = Q.wql_parts(ev.actual, ev.quantiles[name], ev.levels)
             num, den, total = num + n, den + d, total + ev.actual.size
-            for lo, hi, pct in central_intervals(ev.taus):
+            for lo, hi, pct in central_intervals(ev.levels):
                 q = ev.quantiles[name]
                 inside[pct] = inside.get(pct, 0) + int(np.sum((ev.actual >= q[..., lo])
                                                               & (ev.actual <= q[..., hi])))

@@ -145,12 +145,12 @@ def grown(point: np.ndarray, q: np.ndarray, horizon: int) -> np.ndarray:
 
 # ---------------------------------------------------------------- a member's, the blend's
 def blended_future(blend: dict, sid: str, model_values: np.ndarray, y: np.ndarray,
-                   steps: int, taus: tuple = (), model_quantiles: np.ndarray | None = None
+                   steps: int, levels: tuple = (), model_quantiles: np.ndarray | None = None
                    ) -> tuple[np.ndarray, np.ndarray | None, str]:
     """The blend's next ``steps`` values of series ``sid``: the model's forecast and each
     other member refitted on the whole series, weighted by the series' weights (a series
     the training never saw: the mean weights); a member that cannot run here is left out and
-    the others reweighted. With levels ``taus``, the members' quantiles weighted alike (None
+    the others reweighted. With ``levels``, the members' quantiles weighted alike (None
     where a member with weight has none). Returns the values, the quantiles and a line of
     what was used."""
     members = blend["members"]
@@ -161,7 +161,7 @@ def blended_future(blend: dict, sid: str, model_values: np.ndarray, y: np.ndarra
             continue
         try:
             v, q = (model_values, model_quantiles) if m == "model" else \
-                future(m, blend["season"], y[np.isfinite(y)], steps, taus)
+                future(m, blend["season"], y[np.isfinite(y)], steps, levels)
         except FitFailed:
             continue
         values.append(v)
@@ -173,7 +173,7 @@ def blended_future(blend: dict, sid: str, model_values: np.ndarray, y: np.ndarra
             "model 1.00 (no other member could run)"
     weights = np.asarray(weights) / np.sum(weights)
     line = ", ".join(f"{m} {x:.2f}" for m, x in zip(used, weights))
-    quant = None if not taus or any(q is None for q in quants) else \
+    quant = None if not levels or any(q is None for q in quants) else \
         np.einsum("m,mkq->kq", weights, np.stack(quants))
     return np.einsum("m,mk->k", weights, np.stack(values)), quant, line
 
@@ -198,19 +198,19 @@ def series_quantiles(name: str, point: np.ndarray, raw: np.ndarray | None, iv: d
     around the point; and how they were made. None without levels."""
     if not iv or not iv.get("levels"):
         return None, ""
-    taus = tuple(iv["levels"])
+    levels = tuple(iv["levels"])
     entry = (iv.get("forecasters") or {}).get(name) or {}
     if entry.get("margins") is not None:
         units = np.array([unit_of(iv, y, lag) for y, lag in zip(histories, lags)])
-        base = raw if raw is not None else at_point(point, len(taus))
-        return future_quantiles(base, np.asarray(entry["margins"], dtype=float), taus,
+        base = raw if raw is not None else at_point(point, len(levels))
+        return future_quantiles(base, np.asarray(entry["margins"], dtype=float), levels,
                                 units), f"calibrated on {iv.get('calibrated_on')}"
     if raw is not None and not str(entry.get("how", "own")).startswith("fallback"):
         return raw, "its own"
-    out = np.empty(point.shape + (len(taus),))
+    out = np.empty(point.shape + (len(levels),))
     for i, y in enumerate(histories):
         y = np.asarray(y, dtype=np.float64)
-        p2, q2 = future("naive2", season, y[np.isfinite(y)], point.shape[1], taus)
+        p2, q2 = future("naive2", season, y[np.isfinite(y)], point.shape[1], levels)
         out[i] = point[i, :, None] + (q2 - p2[:, None])
     return out, "naive2's spread around it (it has none)"
 
@@ -223,19 +223,19 @@ def outlook(name: str, head_levels: Sequence[float], H: int, values: np.ndarray,
     refitted on the whole series) from the network's ``values`` (steps,) and quantile
     ``head`` (steps, Q) (None for a point model), and every step's quantiles; how they were
     made, and the blend's line of what it used."""
-    taus = tuple(iv["levels"]) if iv and iv.get("levels") else ()
+    levels = tuple(iv["levels"]) if iv and iv.get("levels") else ()
     head = grown(values, head, H) if head is not None else None
-    raw = at_levels(head, head_levels, taus) if head is not None and taus else None
+    raw = at_levels(head, head_levels, levels) if head is not None and levels else None
     used = ""
     if name == BLEND:
         calibrated = ((iv or {}).get("forecasters") or {}).get(BLEND, {}).get("margins")
         member = raw if raw is not None or not calibrated else \
-            at_point(values[None], len(taus))[0]       # calibration widens a point model's
-        values, raw, used = blended_future(blend, sid, values, y, steps, taus, member)
+            at_point(values[None], len(levels))[0]       # calibration widens a point model's
+        values, raw, used = blended_future(blend, sid, values, y, steps, levels, member)
     elif name != "model":
         y = np.asarray(y, dtype=np.float64)
-        values, raw = future(name, int(blend["season"]), y[np.isfinite(y)], steps, taus)
-    if not taus:        # no intervals file: a quantile head's own levels, as they are
+        values, raw = future(name, int(blend["season"]), y[np.isfinite(y)], steps, levels)
+    if not levels:        # no intervals file: a quantile head's own levels, as they are
         own = head if name == "model" else None
         return values, own, "the quantile head's own" if own is not None else "", used
     season = int((blend or iv or {}).get("season", 0) or 0)

@@ -34,7 +34,7 @@ class Evaluation:
     actual: np.ndarray             # (N, H) levels
     forecasts: dict[str, np.ndarray | None]   # name -> (N, H) levels; None: not fitted
     quantiles: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (N, H, Q)
-    taus: tuple = ()
+    levels: tuple = ()
     warnings: list[str] = field(default_factory=list)
     blend: dict | None = None      # the blend's members and weights (pipeline.evaluate)
     intervals: dict = field(default_factory=dict)   # how each was made, margins (calibration)
@@ -60,7 +60,7 @@ def _seeds(members: np.ndarray, table_for) -> dict:
 
 
 def by_step(y: np.ndarray, points: dict[str, np.ndarray], quantiles: dict[str, np.ndarray],
-            taus, scale: np.ndarray, sid: np.ndarray) -> dict:
+            levels, scale: np.ndarray, sid: np.ndarray) -> dict:
     """Every forecaster's scores at each step ahead (lists of H): MASE (each series' mean
     absolute error at that step over its in-sample seasonal naive error, then the mean over
     series), sMAPE, RMSE (over the windows), and with quantiles WQL (pooled over the windows),
@@ -78,13 +78,13 @@ def by_step(y: np.ndarray, points: dict[str, np.ndarray], quantiles: dict[str, n
                "rmse": [M.rmse(y[:, k], f[:, k]) for k in range(y.shape[1])]}
         q = quantiles.get(name)
         if q is not None:
-            row["wql"] = [Q.wql(y[:, k:k + 1], q[:, k:k + 1], taus) for k in range(y.shape[1])]
-            pair = [(lo, hi) for lo, hi, pct in central_intervals(taus) if pct == Q.MSIS_PCT]
+            row["wql"] = [Q.wql(y[:, k:k + 1], q[:, k:k + 1], levels) for k in range(y.shape[1])]
+            pair = [(lo, hi) for lo, hi, pct in central_intervals(levels) if pct == Q.MSIS_PCT]
             if pair:
                 lo, hi = pair[0]
                 score = Q.interval_terms(y, q[..., lo], q[..., hi], Q.MSIS_PCT) / scale[:, None]
                 row["msis"] = over_series(score)
-            for lo, hi, pct in central_intervals(taus):
+            for lo, hi, pct in central_intervals(levels):
                 inside = (y >= q[..., lo]) & (y <= q[..., hi])
                 row[f"coverage_{pct}"] = inside.mean(axis=0).tolist()
         out[name] = row
@@ -140,32 +140,32 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: 
         metrics["significance_blend"] = significance.compare(actual, points, H, BLEND,
                                                              unit=unit[sid])
     quant, record = {}, {}
-    if fs.taus:
+    if fs.levels:
         if calibration is None and conformal == "split":
             calibration = calibration_of(fs, store)
         fb = fallback_for(season)
         fb.fit(store)
         scale = scales(store)                   # MSIS's (MASE's): the in-sample naive error
         unit_name = calibration.unit_name if calibration is not None else UNIT
-        iv = intervals({n: p.get("test") for n, p in fs.forecasts.items()}, fs.taus,
-                       scales(store, unit_name)[sid], sid, fb.forecast(store, ends, fs.taus),
+        iv = intervals({n: p.get("test") for n, p in fs.forecasts.items()}, fs.levels,
+                       scales(store, unit_name)[sid], sid, fb.forecast(store, ends, fs.levels),
                        calibration, few)
-        quant, record = iv.quantiles, margins_record(iv, fs.taus, calibration)
+        quant, record = iv.quantiles, margins_record(iv, fs.levels, calibration)
         lags = store.lags()
         record.update(season=int(season), lags={str(i): int(g) for i, g in
                                                 zip(store.ids, lags) if g != 1})
         for name, q in quant.items():
             if metrics.get(name) is None:
                 continue
-            metrics[name].update(Q.interval_scores(actual, q, fs.taus, scale[sid], sid),
+            metrics[name].update(Q.interval_scores(actual, q, fs.levels, scale[sid], sid),
                                  intervals=iv.how[name],
                                  n_interval_fallback=iv.fallback.get(name, 0))
-            per = Q.msis_per_window(actual, q, fs.taus, scale[sid])
+            per = Q.msis_per_window(actual, q, fs.levels, scale[sid])
             if per is not None:     # each series' MSIS (the competition pools them)
                 table[f"{name}_msis"] = [float(per[r].mean()) for _, r in series_slices(sid)]
             if signal is not None and noise_std:  # the truth's quantiles are known
                 from scipy.special import ndtri
-                q_true = signal[..., None] + noise_std * ndtri(np.asarray(fs.taus))
+                q_true = signal[..., None] + noise_std * ndtri(np.asarray(fs.levels))
                 metrics[name]["quantile_rmse"] = float(np.sqrt(np.mean((q - q_true) ** 2)))
         warnings += short_lines(iv)
         for n in iv.fallback:
@@ -173,13 +173,13 @@ def evaluate(store: Store, fs: ForecastSet, *, noise_std: float | None, season: 
                             f"{store.n_series} series; {fb.name}'s spread around its forecast "
                             f"stands in (counted in {n}.n_interval_fallback)")
     if H > 1:
-        metrics["by_step"] = by_step(actual, fitted, quant, fs.taus, scales(store)[sid], sid)
+        metrics["by_step"] = by_step(actual, fitted, quant, fs.levels, scales(store)[sid], sid)
     if quant and signal is not None and noise_std:   # what a perfect interval would cover
         from scipy.special import ndtri
-        for _, _, pct in central_intervals(fs.taus):
+        for _, _, pct in central_intervals(fs.levels):
             half = noise_std * ndtri(0.5 + pct / 200)
             metrics[f"ideal_coverage_{pct}"] = float(np.mean(np.abs(actual - signal) <= half))
     metrics.update(n_test=int(len(ends)), n_series=int(store.n_series),
                    n_dropped=int(store.dropped.get("count", 0)))
-    return Evaluation(metrics, table, ends, actual, points, quant, fs.taus,
+    return Evaluation(metrics, table, ends, actual, points, quant, fs.levels,
                       list(fs.warnings) + warnings, intervals=record)

@@ -49,7 +49,7 @@ def combinations(names, store: Store, sets: dict[str, ForecastSet], cut_store: S
     ``cut_store`` (the subset's store of the calibration cut) as each stage calibrates its
     own; how, and the series a fallback's spread stood in for, in its record."""
     out = ForecastSet({"test": next(iter(sets.values())).ends["test"]}, {},
-                      next(iter(sets.values())).taus,
+                      next(iter(sets.values())).levels,
                       record={"intervals": {"forecasters": {}}, "interval_fallback": {}})
     for name in names:
         part, how, n_fb = cross_combination(name, sets, store, cut_store, season, unit_name)
@@ -63,7 +63,7 @@ def _scored(fs: ForecastSet) -> ForecastSet:
     """A stage's set with its scored windows only (the test part, calibrated)."""
     return ForecastSet({"test": fs.ends["test"]},
                        {n: {"test": f.get("test")} for n, f in fs.forecasts.items()},
-                       fs.taus, list(fs.warnings), dict(fs.record))
+                       fs.levels, list(fs.warnings), dict(fs.record))
 
 
 def cross_combination(name: str, sets: dict[str, ForecastSet], store: Store,
@@ -99,11 +99,11 @@ def cross_combination(name: str, sets: dict[str, ForecastSet], store: Store,
                          "validation cut)", unit_name=unit_name)
     e = next(iter(sets.values())).ends["test"]
     sid = store.series_of(e)
-    taus = next(iter(sets.values())).taus
+    levels = next(iter(sets.values())).levels
     fb = fallback_for(season)
     fb.fit(store)
-    iv = intervals({name: test}, taus, scales(store, unit_name)[sid], sid,
-                   fb.forecast(store, e, taus), cal)
-    rec = margins_record(iv, taus, cal)["forecasters"][name]
+    iv = intervals({name: test}, levels, scales(store, unit_name)[sid], sid,
+                   fb.forecast(store, e, levels), cal)
+    rec = margins_record(iv, levels, cal)["forecasters"][name]
     return ({"test": Forecast(test.point, iv.quantiles[name], failed=test.failed)}, rec,
             iv.fallback.get(name, 0))

@@ -34,7 +34,7 @@ def tables(ev: Evaluation, store: Store) -> dict[str, pd.DataFrame]:
     for name, f in fitted.items():
         cols["predicted" if name == "model" else name] = f[:, 0]
     for name, q in ev.quantiles.items():
-        for k, tau in enumerate(ev.taus):
+        for k, tau in enumerate(ev.levels):
             if tau != 0.5:
                 cols[f"{'predicted' if name == 'model' else name}_{level_name(tau)}"] = \
                     q[:, 0, k]
@@ -48,7 +48,7 @@ def tables(ev: Evaluation, store: Store) -> dict[str, pd.DataFrame]:
         per = [[M.rmse(ev.actual[r, k], f[r, k]) for k in range(store.horizon)]
                for _, r in slices]
         steps[name] = np.nanmean(np.array(per), axis=0) if per else np.zeros(store.horizon)
-    nominal = [pct for _, _, pct in central_intervals(ev.taus)]
+    nominal = [pct for _, _, pct in central_intervals(ev.levels)]
     plotted = dict.fromkeys(["model", "naive", "ridge", *ev.quantiles])  # what dvc.yaml plots
     calibration = pd.DataFrame({"nominal": [p / 100 for p in nominal], **{
         name: [ev.metrics[name][f"coverage_{p}"] if name in ev.quantiles else None
@@ -77,7 +77,7 @@ def fan(ev: Evaluation, store: Store, sid: str) -> pd.DataFrame:
         cols = {"forecaster": name, "origin": k + 1, "step": np.arange(1, H + 1),
                 "t": _times(store.t[e:e + H]), "actual": ev.actual[r],
                 "forecast": ev.forecasts[name][r]}
-        for j, tau in enumerate(ev.taus if q is not None else ()):
+        for j, tau in enumerate(ev.levels if q is not None else ()):
             if tau != 0.5:
                 cols[level_name(tau)] = q[r, :, j]
         out.append(pd.DataFrame(cols))

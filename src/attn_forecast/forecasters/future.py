@@ -36,19 +36,19 @@ class WholeHistory:
         return np.zeros(len(ends), dtype=np.int64)
 
 
-def future(name: str, season: int, y: np.ndarray, steps: int, taus: tuple = ()
+def future(name: str, season: int, y: np.ndarray, steps: int, levels: tuple = ()
            ) -> tuple[np.ndarray, np.ndarray | None]:
     """The next ``steps`` values after ``y`` by baseline ``name`` (steps,), and with levels
-    ``taus`` their quantiles (steps, Q); raises
+    ``levels`` their quantiles (steps, Q); raises
     :class:`~attn_forecast.forecasters.statistical.FitFailed` where it cannot run."""
     y = np.asarray(y, dtype=np.float64)
     if name in STAT_FORECASTERS:
-        pairs = central_intervals(taus)
+        pairs = central_intervals(levels)
         out, bands = forecast_one(name, season, y, len(y), np.array([len(y)]), steps,
                                   tuple(pct for _, _, pct in pairs))
-        if not taus:
+        if not levels:
             return out[0], None
-        q = np.repeat(out[0][:, None], len(taus), axis=1)
+        q = np.repeat(out[0][:, None], len(levels), axis=1)
         for lo, hi, pct in pairs:
             q[:, lo], q[:, hi] = bands[pct][0][0], bands[pct][1][0]
         return out[0], np.sort(q, axis=1)
@@ -60,5 +60,5 @@ def future(name: str, season: int, y: np.ndarray, steps: int, taus: tuple = ()
     whole = WholeHistory(y, steps)
     forecaster = SIMPLE[name](season)
     forecaster.fit(whole)
-    fc = forecaster.forecast(whole, whole.ends, taus)
-    return fc.point[0], (fc.quantiles[0] if taus else None)
+    fc = forecaster.forecast(whole, whole.ends, levels)
+    return fc.point[0], (fc.quantiles[0] if levels else None)

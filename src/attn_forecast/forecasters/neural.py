@@ -23,7 +23,7 @@ class ModelForecaster:
     def fit(self, store) -> list[str]:
         return []   # trained by the train stage
 
-    def forecast(self, store, ends, taus=()) -> Forecast:
+    def forecast(self, store, ends, levels=()) -> Forecast:
         z = torch.from_numpy(np.asarray(store.z)).to(self.device)
         side = torch.from_numpy(np.asarray(store.side)).to(self.device) \
             if store.side is not None else None
@@ -36,8 +36,8 @@ class ModelForecaster:
             return store.to_y(out, ends)
         y = list(self.model.settings.quantiles)
         quant = run(self.model, True) if y else None
-        if quant is not None and taus:    # the levels asked for, from the head's
-            quant = at_levels(quant, y, taus)
+        if quant is not None and levels:    # the levels asked for, from the head's
+            quant = at_levels(quant, y, levels)
         members = np.stack([run(m) for m in self.model.members]) \
             if isinstance(self.model, Ensemble) else None
         return Forecast(run(self.model), quant, members)

@@ -120,13 +120,13 @@ class Peer:
         self.seconds = time.perf_counter() - t0
         return []
 
-    def forecast(self, store, ends, taus=()) -> Forecast:
+    def forecast(self, store, ends, levels=()) -> Forecast:
         import pandas as pd
         ends = np.asarray(ends, dtype=np.int64)
         h = store.horizon
         if not len(ends):
             return Forecast(np.zeros((0, h)),
-                            np.zeros((0, h, len(taus))) if taus else None)
+                            np.zeros((0, h, len(levels))) if levels else None)
         sid = store.series_of(ends)
         first = store.offsets[sid] + store.cuts.train_start[sid]
         start = np.maximum(first, ends - self.input_size)
@@ -144,5 +144,5 @@ class Peer:
         q = out[cols].to_numpy(np.float64).reshape(len(ends), h, len(cols))
         q = nested(q, have)
         point = q[..., have.index(0.5)]
-        quant = at_levels(q, have, taus) if taus else None
+        quant = at_levels(q, have, levels) if levels else None
         return Forecast(point, quant)

@@ -1,7 +1,7 @@
 """A forecaster is a forecaster: the model, an ensemble and every baseline share one protocol.
 
-``fit(store)`` learns from each series' training part only; ``forecast(store, ends, taus)``
-gives the windows' forecasts in levels (N, H), and with quantile levels ``taus`` their
+``fit(store)`` learns from each series' training part only; ``forecast(store, ends, levels)``
+gives the windows' forecasts in levels (N, H), and with quantile ``levels`` their
 quantiles (N, H, Q) where it has them. Evaluation, the backtest, the significance tests, the
 intervals and the figures loop over forecasters and series, never naming one.
 """
@@ -35,7 +35,7 @@ class Forecaster(Protocol):
 
     def fit(self, store: Store) -> list[str]: ...
 
-    def forecast(self, store: Store, ends: np.ndarray, taus: tuple = ()) -> Forecast: ...
+    def forecast(self, store: Store, ends: np.ndarray, levels: tuple = ()) -> Forecast: ...
 
 
 def level_name(tau: float) -> str:
@@ -69,36 +69,36 @@ def _segments(have: tuple, want: tuple) -> tuple[np.ndarray, np.ndarray, np.ndar
     return out
 
 
-def gaussian(point: np.ndarray, sd: np.ndarray, taus) -> np.ndarray:
+def gaussian(point: np.ndarray, sd: np.ndarray, levels) -> np.ndarray:
     """Quantiles (N, H, Q) of normal distributions around ``point`` (N, H), std ``sd`` (N, H)."""
     from scipy.special import ndtri
-    return point[..., None] + np.asarray(sd)[..., None] * ndtri(np.asarray(taus, dtype=float))
+    return point[..., None] + np.asarray(sd)[..., None] * ndtri(np.asarray(levels, dtype=float))
 
 
-def central_intervals(taus) -> list[tuple[int, int, int]]:
+def central_intervals(levels) -> list[tuple[int, int, int]]:
     """(lower index, upper index, nominal %) of each central interval the levels hold, the
     widest first (0.025 and 0.975: 95; a fractional percentage rounds to the nearest)."""
-    return list(_central(tuple(float(t) for t in taus)))
+    return list(_central(tuple(float(t) for t in levels)))
 
 
 @lru_cache(maxsize=64)
-def _central(taus: tuple) -> tuple[tuple[int, int, int], ...]:
-    taus = [round(t, 6) for t in taus]
+def _central(levels: tuple) -> tuple[tuple[int, int, int], ...]:
+    levels = [round(t, 6) for t in levels]
     out = []
-    for i, t in enumerate(taus):
-        j = taus.index(round(1 - t, 6)) if round(1 - t, 6) in taus else None
+    for i, t in enumerate(levels):
+        j = levels.index(round(1 - t, 6)) if round(1 - t, 6) in levels else None
         if j is not None and t < 0.5:
             out.append((i, j, round(100 * (1 - 2 * t))))
     return tuple(out)
 
 
-def nested(q: np.ndarray, taus) -> np.ndarray:
+def nested(q: np.ndarray, levels) -> np.ndarray:
     """Quantiles (..., Q) made non-decreasing outward from the median, without reordering:
     each level below 0.5 at most the one inside it, each above at least the one inside it,
     so a wider interval always holds the narrower (a sort would swap nested bounds, and a
     scored "95 %" bound could be a widened 80 % one)."""
     out = np.array(q, dtype=np.float64, copy=True)
-    mid = list(taus).index(0.5)
+    mid = list(levels).index(0.5)
     if mid > 0:
         out[..., :mid + 1] = np.minimum.accumulate(out[..., mid::-1], axis=-1)[..., ::-1]
     out[..., mid:] = np.maximum.accumulate(out[..., mid:], axis=-1)

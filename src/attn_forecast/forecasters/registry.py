@@ -27,7 +27,7 @@ class Unavailable:
     def fit(self, store):
         return []
 
-    def forecast(self, store, ends, taus=()):
+    def forecast(self, store, ends, levels=()):
         return Forecast(np.full((len(ends), store.horizon), np.nan))
 
 

@@ -68,13 +68,13 @@ class Ridge:
         _, y = gather(np.asarray(store.z), held, store.window, store.horizon)
         return y - self._predict(fit, store, held)
 
-    def forecast(self, store, ends, taus=()):
+    def forecast(self, store, ends, levels=()):
         z = self._predict(self.model, store, ends)
         point = store.to_y(z, ends)
-        if not taus:
+        if not levels:
             return Forecast(point)
         if self.resid is None:
             self.resid = self._residuals(store)
-        shift = np.quantile(self.resid, taus, axis=0).T if len(self.resid) else \
-            np.zeros((store.horizon, len(taus)))                 # (H, Q)
+        shift = np.quantile(self.resid, levels, axis=0).T if len(self.resid) else \
+            np.zeros((store.horizon, len(levels)))                 # (H, Q)
         return Forecast(point, store.to_y(z[..., None] + shift[None], ends))

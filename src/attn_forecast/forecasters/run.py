@@ -27,7 +27,7 @@ def _split(fc: Forecast, sizes: list[int]) -> list[Forecast]:
 
 
 def with_fallback(store: Store, fc: Forecast, ends: np.ndarray, fallback, name: str,
-                  taus: tuple = ()) -> tuple[Forecast, list[str]]:
+                  levels: tuple = ()) -> tuple[Forecast, list[str]]:
     """``fc`` with the rows it could not forecast (any NaN) taken from ``fallback``'s forecast
     (its quantiles too, where the forecaster has quantiles), those rows marked in ``failed``;
     and the line that says so. A forecaster never scores better for a series it could not
@@ -35,7 +35,7 @@ def with_fallback(store: Store, fc: Forecast, ends: np.ndarray, fallback, name: 
     bad = ~np.isfinite(fc.point).all(axis=1)
     if not bad.any():
         return fc, []
-    fb = fallback.forecast(store, ends[bad], taus if fc.quantiles is not None else ())
+    fb = fallback.forecast(store, ends[bad], levels if fc.quantiles is not None else ())
     point = fc.point.copy()
     point[bad] = fb.point
     quant = fc.quantiles
@@ -61,7 +61,7 @@ def past_ends(store: Store) -> np.ndarray:
     return spread(every, PAST_WINDOWS)
 
 
-def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (),
+def run(store: Store, forecasters: list, parts: tuple[str, ...], levels: tuple = (),
         record: dict | None = None, *, season: int, progress: str | None = None
         ) -> ForecastSet:
     """Fit every forecaster on the training parts and forecast the windows of ``parts`` (all
@@ -72,7 +72,7 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
     get the fallback's forecasts (:func:`fallback_for` with ``season``), counted and named.
     ``progress``: the stage's name, to print which forecasters are done on a long run."""
     ends = {part: store.ends(part) for part in parts}
-    if "cal" in parts and taus and any(getattr(f, "past_only", False) for f in forecasters):
+    if "cal" in parts and levels and any(getattr(f, "past_only", False) for f in forecasters):
         ends[PAST] = past_ends(store)
     out: dict[str, dict[str, Forecast | None]] = {}
     warnings: list[str] = []
@@ -88,7 +88,7 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
         mine = [part for part in ends if part != PAST or getattr(f, "past_only", False)]
         every = np.concatenate([ends[part] for part in mine])
         warnings += f.fit(store)
-        fc = f.forecast(store, every, taus)
+        fc = f.forecast(store, every, levels)
         warnings += fc.warnings
         if len(every) and isinstance(f, Unavailable):     # n/a here, with its reason
             out[f.name] = dict.fromkeys(ends)
@@ -98,10 +98,10 @@ def run(store: Store, forecasters: list, parts: tuple[str, ...], taus: tuple = (
             if not fitted:
                 fallback.fit(store)
                 fitted = True
-            fc, lines = with_fallback(store, fc, every, fallback, f.name, taus)
+            fc, lines = with_fallback(store, fc, every, fallback, f.name, levels)
             warnings += lines
         out[f.name] = {**dict.fromkeys(ends),
                        **dict(zip(mine, _split(fc, [len(ends[part]) for part in mine])))}
         bar.step(fitting.index(f) + 1, f.name)
     bar.close()
-    return ForecastSet(ends, out, tuple(taus), warnings, dict(record or {}))
+    return ForecastSet(ends, out, tuple(levels), warnings, dict(record or {}))

@@ -23,7 +23,7 @@ class ForecastSet:
     every forecaster and part a Forecast (None: it could not be fitted at all)."""
     ends: dict[str, np.ndarray]
     forecasts: dict[str, dict[str, Forecast | None]]
-    taus: tuple = ()
+    levels: tuple = ()
     warnings: list[str] = field(default_factory=list)
     record: dict = field(default_factory=dict)   # what they were made with
 
@@ -39,7 +39,7 @@ def save(path: str | Path, fs: ForecastSet, compressed: bool = False,
     scored)."""
     arrays = _arrays(fs)
     if compact:
-        arrays = pack(arrays, fs.taus)
+        arrays = pack(arrays, fs.levels)
     write_npz(path, compressed=compressed, **_header(fs), **arrays)
 
 
@@ -79,11 +79,12 @@ def stored(fs: ForecastSet) -> ForecastSet:
     """``fs`` as :func:`load` reads it back after ``save(..., compact=True)``: what a stage
     that commits a set it scores itself scores, so that the committed file recomputes its
     scores exactly."""
-    return _set({**_header(fs), **pack(_arrays(fs), fs.taus)})
+    return _set({**_header(fs), **pack(_arrays(fs), fs.levels)})
 
 
 def _header(fs: ForecastSet) -> dict[str, np.ndarray]:
-    return dict(names=np.array(fs.names(), dtype=str), taus=np.asarray(fs.taus, dtype=np.float64),
+    return dict(names=np.array(fs.names(), dtype=str),  # the file keeps its key, taus
+                taus=np.asarray(fs.levels, dtype=np.float64),
                 warnings=np.array(fs.warnings, dtype=str),
                 record=np.array(json.dumps(fs.record, sort_keys=True)))
 
@@ -105,9 +106,9 @@ def _arrays(fs: ForecastSet) -> dict[str, np.ndarray]:
 
 
 def _set(z: dict) -> ForecastSet:
-    taus = tuple(float(t) for t in z["taus"])
+    levels = tuple(float(t) for t in z["taus"])
     if "packed" in z:
-        z = unpack(z, taus)
+        z = unpack(z, levels)
     parts = [k.split(":", 1)[1] for k in z if k.startswith("ends:")]
     forecasts = {}
     for name in (str(n) for n in z["names"]):
@@ -115,7 +116,7 @@ def _set(z: dict) -> ForecastSet:
                                         z.get(f"members:{name}:{p}"),
                                         failed=z.get(f"failed:{name}:{p}"))
                                if f"point:{name}:{p}" in z else None) for p in parts}
-    return ForecastSet({p: z[f"ends:{p}"] for p in parts}, forecasts, taus,
+    return ForecastSet({p: z[f"ends:{p}"] for p in parts}, forecasts, levels,
                        [str(w) for w in z["warnings"]], json.loads(str(z["record"])))
 
 
@@ -143,13 +144,13 @@ def _coarse(d: np.ndarray) -> np.ndarray:
     return (np.ascontiguousarray(d, dtype=np.float32).view(np.uint32) & mask).view(np.float32)
 
 
-def pack(arrays: dict[str, np.ndarray], taus) -> dict[str, np.ndarray]:
+def pack(arrays: dict[str, np.ndarray], levels) -> dict[str, np.ndarray]:
     """The float arrays of a forecast set as one LZMA-compressed uint8 array (``packed``),
     each float32, quantiles as the median and each level's distance from it (to 1 part in
     2,048: :func:`_coarse`), byte planes side by side; ``layout`` says where each lies
     (JSON). The rest stays as it is."""
     import lzma
-    mid = list(taus).index(0.5) if 0.5 in taus else None
+    mid = list(levels).index(0.5) if 0.5 in levels else None
     out, chunks, layout, at = {}, [], [], 0
     for key, a in arrays.items():
         if a.dtype.kind != "f":
@@ -169,13 +170,13 @@ def pack(arrays: dict[str, np.ndarray], taus) -> dict[str, np.ndarray]:
     return out
 
 
-def unpack(z: dict[str, np.ndarray], taus) -> dict[str, np.ndarray]:
+def unpack(z: dict[str, np.ndarray], levels) -> dict[str, np.ndarray]:
     """:func:`pack`'s arrays as float64, quantiles the median plus each distance (in
     float32, as every reader computes them)."""
     import lzma
     body = np.frombuffer(lzma.decompress(z["packed"].tobytes()), dtype=np.uint8)
     out = {k: v for k, v in z.items() if k not in ("packed", "layout")}
-    mid = list(taus).index(0.5) if 0.5 in taus else None
+    mid = list(levels).index(0.5) if 0.5 in levels else None
     for key, shape, at, n in json.loads(str(z["layout"])):
         a = _from_planes(body[at:at + n], tuple(shape))
         if key.startswith("quantiles:") and mid is not None:
@@ -195,7 +196,7 @@ def with_part(fs: ForecastSet, part: str, other: ForecastSet) -> ForecastSet:
     forecasts = {n: {**dict.fromkeys(ends), **fs.forecasts.get(n, {}),
                      part: other.forecasts.get(n, {}).get("test")}
                  for n in dict.fromkeys([*fs.forecasts, *other.forecasts])}
-    return ForecastSet(ends, forecasts, fs.taus, list(fs.warnings) + list(other.warnings),
+    return ForecastSet(ends, forecasts, fs.levels, list(fs.warnings) + list(other.warnings),
                        dict(fs.record))
 
 
@@ -207,10 +208,10 @@ def split_part(fs: ForecastSet, part: str) -> tuple[ForecastSet, ForecastSet | N
     rest = ForecastSet({k: v for k, v in fs.ends.items() if k != part},
                        {n: {k: v for k, v in p.items() if k != part}
                         for n, p in fs.forecasts.items()},
-                       fs.taus, list(fs.warnings), dict(fs.record))
+                       fs.levels, list(fs.warnings), dict(fs.record))
     alone = ForecastSet({"test": fs.ends[part]},
                         {n: {"test": p.get(part)} for n, p in fs.forecasts.items()
-                         if p.get(part) is not None}, fs.taus, [], dict(fs.record))
+                         if p.get(part) is not None}, fs.levels, [], dict(fs.record))
     return rest, alone
 
 
@@ -225,5 +226,5 @@ def merge(*sets: ForecastSet) -> ForecastSet:
                 raise ValueError(f"forecasts of different {part} windows")
             ends.setdefault(part, e)
     forecasts = {k: {**dict.fromkeys(ends), **v} for s in sets for k, v in s.forecasts.items()}
-    return ForecastSet(ends, forecasts, first.taus, [w for s in sets for w in s.warnings],
+    return ForecastSet(ends, forecasts, first.levels, [w for s in sets for w in s.warnings],
                        dict(first.record))

@@ -32,13 +32,13 @@ class Naive:
         self.sigma = np.array([_sd(store.train_y(i)) for i in range(store.n_series)])
         return []
 
-    def forecast(self, store, ends, taus=()):
+    def forecast(self, store, ends, levels=()):
         point = np.repeat(store.last(ends)[:, None], store.horizon, axis=1)
-        if not taus:
+        if not levels:
             return Forecast(point)
         steps = np.sqrt(np.arange(1, store.horizon + 1))          # a random walk: sqrt(k)
         return Forecast(point, gaussian(point, self.sigma[store.series_of(ends)][:, None]
-                                        * steps[None, :], taus))
+                                        * steps[None, :], levels))
 
 
 class SeasonalNaive:
@@ -55,16 +55,16 @@ class SeasonalNaive:
                                for i in range(store.n_series)])
         return []
 
-    def forecast(self, store, ends, taus=()):
+    def forecast(self, store, ends, levels=()):
         k = np.arange(1, store.horizon + 1)
         seasons = np.ceil(k / self.season).astype(np.int64)
         rows = (ends - 1)[:, None] + k[None, :] - self.season * seasons[None, :]
         start = store.offsets[store.series_of(ends)][:, None]   # never before its series
         point = np.where(rows >= start, store.y[np.maximum(rows, start)], np.nan)
-        if not taus:
+        if not levels:
             return Forecast(point)
         sd = self.sigma[store.series_of(ends)][:, None] * np.sqrt(seasons)[None, :]
-        return Forecast(point, gaussian(point, sd, taus))
+        return Forecast(point, gaussian(point, sd, levels))
 
 
 def seasonal_indices(y: np.ndarray, m: int) -> np.ndarray | None:
@@ -108,7 +108,7 @@ class Naive2:
             self.sigma[i] = _sd(y if si is None else y / si[np.arange(len(y)) % self.season])
         return []
 
-    def forecast(self, store, ends, taus=()):
+    def forecast(self, store, ends, levels=()):
         last = store.last(ends)
         sid = store.series_of(ends)
         k = np.arange(1, store.horizon + 1)
@@ -124,11 +124,11 @@ class Naive2:
             target[r], known[r] = si[(t[:, None] + k) % m], si[t % m]
         adjusted = last / known                  # the last value of the adjusted series
         point = adjusted[:, None] * target
-        if not taus:
+        if not levels:
             return Forecast(point)
         # naive's interval of the adjusted series, seasonality put back
         sd = self.sigma[sid][:, None] * np.sqrt(k)[None, :] * target
-        return Forecast(point, gaussian(point, sd, taus))
+        return Forecast(point, gaussian(point, sd, levels))
 
 
 def fallback_for(season: int) -> Naive2:
@@ -150,7 +150,7 @@ class Mean:
         self.sigma = np.array([_sd(store.train_y(i), 0) for i in range(store.n_series)])
         return []
 
-    def forecast(self, store, ends, taus=()):
+    def forecast(self, store, ends, levels=()):
         sid = store.series_of(ends)
         mean, count = np.empty(len(ends)), np.empty(len(ends))
         for i in np.unique(sid):          # each series' own running sums: no other's values
@@ -165,8 +165,8 @@ class Mean:
             count[r] = ends[r] - lo
             mean[r] = (run[ends[r] - s0] - run[lo - s0]) / count[r]
         point = np.repeat(mean[:, None], store.horizon, axis=1)
-        if not taus:
+        if not levels:
             return Forecast(point)
         sd = self.sigma[sid] * np.sqrt(1 + 1 / count)
         return Forecast(point, gaussian(point, np.repeat(sd[:, None], store.horizon, axis=1),
-                                        taus))
+                                        levels))

@@ -153,14 +153,14 @@ class Stat:
     def fit(self, store):
         return []
 
-    def forecast(self, store, ends, taus=()):
+    def forecast(self, store, ends, levels=()):
         H = store.horizon
-        pairs = central_intervals(taus)
+        pairs = central_intervals(levels)
         pcts = tuple(pct for _, _, pct in pairs)
-        mid = list(taus).index(0.5) if taus else None
+        mid = list(levels).index(0.5) if levels else None
         sid = store.series_of(ends)
         point = np.full((len(ends), H), np.nan)
-        quant = np.full((len(ends), H, len(taus)), np.nan) if taus else None
+        quant = np.full((len(ends), H, len(levels)), np.nan) if levels else None
         series = np.unique(sid)
         # fewer series than processes (one long series): each series' origins split among
         # them, every part fitting the same parameters (the fit is deterministic)
@@ -183,17 +183,17 @@ class Stat:
                 failed.setdefault(i, f"'{store.ids[i]}' ({err})")
                 continue
             point[r] = mean
-            if taus:
+            if levels:
                 quant[r] = mean[..., None]
                 for (lo_i, hi_i, pct) in pairs:
                     quant[r, :, lo_i], quant[r, :, hi_i] = bands[pct]
                 if pairs:   # its own median: the innermost band's middle (not the mean)
                     lo_i, hi_i, _ = pairs[-1]
                     quant[r, :, mid] = (quant[r, :, lo_i] + quant[r, :, hi_i]) / 2
-                quant[r] = nested(quant[r], taus)
+                quant[r] = nested(quant[r], levels)
         for i in failed:     # a series fails as a whole, whichever of its parts failed
             point[sid == i] = np.nan
-            if taus:
+            if levels:
                 quant[sid == i] = np.nan
         notes = [f"warning: {self.name} could not be fitted on {len(failed)} of "
                  f"{len(series)} series (first: {next(iter(failed.values()))})"] \

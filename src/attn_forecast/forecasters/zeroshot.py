@@ -30,5 +30,5 @@ class ZeroShot:
     def fit(self, store):
         return []
 
-    def forecast(self, store, ends, taus=()):
-        return ModelForecaster(load_prior(self.path, store.horizon)).forecast(store, ends, taus)
+    def forecast(self, store, ends, levels=()):
+        return ModelForecaster(load_prior(self.path, store.horizon)).forecast(store, ends, levels)

@@ -21,7 +21,7 @@ from ..forecasters.names import BLEND
 from ..forecasters.run import run
 from ..forecasters.saved import load
 from .baselines import field_of
-from ..setup.forecasting import check_data, parts, taus
+from ..setup.forecasting import check_data, parts, levels_of
 from .evaluate import combined
 
 
@@ -41,7 +41,7 @@ def score_folds(params, store, entries: list[dict], folds_dir: Path, prior: str 
     for entry in entries:
         fold = store.refit(splits.Cuts.from_dict(entry["cuts"]))
         chosen, _ = field_of(params, season, fold.n_features > 0, prior)
-        base = run(fold, chosen + list(extra), parts(params, fold), taus(params),
+        base = run(fold, chosen + list(extra), parts(params, fold), levels_of(params),
                    season=season)
         model = load(Path(folds_dir) / entry["forecasts"])
         fs = combined(params, fold, model, base, e.conformal == "split", blends)

@@ -21,11 +21,11 @@ from ..io import read_json, sha256_file, sha256_tree, write_json
 from ..training.settings import TrainSettings
 from ..training.threads import choose_threads, set_threads, step_flops
 from ..setup.folds import backtest_folds
-from ..setup.forecasting import check_data, parts, taus
+from ..setup.forecasting import check_data, parts, levels_of
 
 
 def train_fold(prepared_dir: str, cuts: dict, settings, train: TrainSettings, device: str,
-               out: str, forecasts: str, key: str, threads: int, taus: tuple, parts: tuple,
+               out: str, forecasts: str, key: str, threads: int, levels: tuple, parts: tuple,
                prior_path: str | None = None, season: int = 0, combine: str = "mean",
                losses: tuple = ()) -> dict:
     """Train one fold's model on its training parts (scalers refitted there), fine-tuning the
@@ -47,7 +47,7 @@ def train_fold(prepared_dir: str, cuts: dict, settings, train: TrainSettings, de
     save_checkpoint(out, model, {"prepare": fold.meta(), "fold_key": key,
                                  "best_epoch": results[0].best_epoch,
                                  "history": results[0].history})
-    save_forecasts(forecasts, run(fold, [ModelForecaster(model, device)], parts, taus,
+    save_forecasts(forecasts, run(fold, [ModelForecaster(model, device)], parts, levels,
                                   season=season))
     return {"seconds": sum(r.seconds for r in results), "epochs": len(results[0].history)}
 
@@ -109,7 +109,7 @@ def step(params: str, prepared: str, out: str, pretrained: str | None) -> dict:
         with ProcessPoolExecutor(max_workers=min(how["jobs"], len(todo)), mp_context=ctx) as pool:
             runs = [pool.submit(train_fold, prepared, e["cuts"], how["settings"], how["train"],
                                 how["device"], str(out / e["file"]), str(out / e["forecasts"]),
-                                e["key"], how["threads"], taus(p), how["parts"], how["prior"],
+                                e["key"], how["threads"], levels_of(p), how["parts"], how["prior"],
                                 how["season"], how["combine"], how["losses"])
                     for e in todo]
             for r in runs:

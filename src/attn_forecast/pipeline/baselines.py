@@ -17,7 +17,7 @@ from ..forecasters.registry import baselines
 from ..forecasters.run import run
 from ..forecasters.saved import CUT, ForecastSet, save, with_part
 from ..setup.forecasting import (baselines_record, check_data, engine_of, parts, peer_settings,
-                                 taus)
+                                 levels_of)
 from .prepare import cut_of
 
 
@@ -58,7 +58,7 @@ def field(p: Params, store: Store, season: int, prior: str | None,
     the series one cannot."""
     with engine_of(p, jobs) as engine:
         chosen, unavailable = field_of(p, season, store.n_features > 0, prior, engine=engine)
-        return run(store, chosen, parts(p, store), taus(p),
+        return run(store, chosen, parts(p, store), levels_of(p),
                    {**baselines_record(p, store, season), "unavailable": unavailable},
                    season=season, progress="baselines")
 
@@ -75,7 +75,7 @@ def step(params: str, prepared: str, out: str, pretrained: str | None) -> None:
         with engine_of(p) as engine:
             chosen, _ = field_of(p, cut_season, cut_store.n_features > 0, pretrained,
                                  engine=engine)
-            fs = with_part(fs, CUT, run(cut_store, chosen, ("test",), taus(p),
+            fs = with_part(fs, CUT, run(cut_store, chosen, ("test",), levels_of(p),
                                         season=cut_season, progress="baselines"))
     for line in fs.warnings:
         print(line, file=sys.stderr)
@@ -88,5 +88,5 @@ def step(params: str, prepared: str, out: str, pretrained: str | None) -> None:
     fitted = [n for n, parts in fs.forecasts.items() if parts.get("test") is not None]
     ran = bool(set(fitted) & set(STAT_FORECASTERS))
     print(f"baselines: {', '.join(fitted) or 'none'} on {len(fs.ends['test'])} test windows of "
-          f"{store.n_series} series{' with intervals' if fs.taus else ''}"
+          f"{store.n_series} series{' with intervals' if fs.levels else ''}"
           f"{where(p.evaluate.engine, p.evaluate.engine_address, ran)} -> {out}")

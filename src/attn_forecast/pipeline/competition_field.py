@@ -14,7 +14,7 @@ from ..forecasters.registry import baselines
 from ..forecasters.run import run
 from ..forecasters.saved import ForecastSet, save
 from .competition import field_store, on_both_cuts
-from ..setup.forecasting import baselines_record, engine_of, parts, taus
+from ..setup.forecasting import baselines_record, engine_of, parts, levels_of
 
 
 def statistical_field(p: Params, store: Store, season: int) -> ForecastSet:
@@ -25,7 +25,7 @@ def statistical_field(p: Params, store: Store, season: int) -> ForecastSet:
     with engine_of(p) as engine:
         chosen, _ = baselines([n for n in e.baselines if n != "zeroshot"], season=season,
                               ridge_alpha=e.ridge_alpha, features=False, engine=engine)
-        return run(store, chosen, parts(p, store), taus(p),
+        return run(store, chosen, parts(p, store), levels_of(p),
                    baselines_record(p, store, season), season=season, progress="field")
 
 

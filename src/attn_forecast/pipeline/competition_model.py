@@ -10,7 +10,7 @@ from ..forecasters.neural import ModelForecaster
 from ..forecasters.run import run
 from ..forecasters.saved import save
 from .competition import model_store, on_both_cuts
-from ..setup.forecasting import parts, taus
+from ..setup.forecasting import parts, levels_of
 from ..setup.training import fit
 
 
@@ -24,7 +24,7 @@ def step(params: str, subset: str, out: str, pretrained: str) -> None:
         fitted = fit(p, store, season, pretrained)
         lines.append(f"{p.data.holdout}: {fitted.line(store)}")
         return run(store, [ModelForecaster(fitted.model, fitted.dist.device)], parts(p, store),
-                   taus(p), record={"data": store.key()}, season=season)
+                   levels_of(p), record={"data": store.key()}, season=season)
     fs, _, _ = on_both_cuts(params, subset, model_store, forecast, lambda p, fs: fs.names())
     save(out, fs, compact=True)
     print(f"model@{subset}: {'; '.join(lines)}; {time.perf_counter() - t0:.0f} s in all "

@@ -14,7 +14,7 @@ from ..forecasters.peers import Peer
 from ..forecasters.run import run
 from ..forecasters.saved import save
 from .competition import field_store, subset_params
-from ..setup.forecasting import check_data, taus
+from ..setup.forecasting import check_data, levels_of
 
 OWN = "its own quantiles (NeuralForecast's MQLoss), not calibrated"
 
@@ -29,10 +29,10 @@ def step(params: str, subset: str, peer: str, out: str) -> None:
     peers = competition_peers(raw)
     store = field_store(p, prof)
     season = check_data(p, store)
-    f = Peer(peer, peers["input_size"][subset], **peers[peer].model_dump(), y=taus(p))
+    f = Peer(peer, peers["input_size"][subset], **peers[peer].model_dump(), levels=levels_of(p))
     record = {"peer": f.settings(), "data": store.key(),
               "intervals": {"forecasters": {peer: {"how": OWN}}}, "interval_fallback": {}}
-    fs = run(store, [f], ("test",), taus(p), record, season=season)
+    fs = run(store, [f], ("test",), levels_of(p), record, season=season)
     save(out, fs, compact=True)
     print(f"peers@{subset}-{peer}: {f.settings()['network']} ({f.settings()['library']}), "
           f"input {f.input_size}, {f.max_steps} steps, seed {f.seed}, on {store.n_series} "

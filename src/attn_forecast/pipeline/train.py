@@ -13,7 +13,7 @@ from ..forecasters.saved import CUT, save, with_part
 from ..io import CSV_DIGITS, write_columns, write_npz
 from ..model import checkpoint, explain, export
 from ..training.distributed import distributed
-from ..setup.forecasting import check_data, parts, taus
+from ..setup.forecasting import check_data, parts, levels_of
 from .prepare import cut_of
 from ..setup.training import device, fit, run_record
 
@@ -46,11 +46,11 @@ def step(params: str, prepared: str, model: str, onnx: str, onnx_meta: str, hist
     write_columns(history, {k: [row[k] for row in res.history]
                             for k in ("epoch", "train_loss", "val_loss", "lr")}, CSV_DIGITS)
     ran = run_record(fitted.settings, net, results, p, int(store.counts("train").sum()), t.init)
-    fs = run(store, [ModelForecaster(net, dist.device)], parts(p, store), taus(p),
+    fs = run(store, [ModelForecaster(net, dist.device)], parts(p, store), levels_of(p),
              record={"data": store.key(), "model": ran}, season=season)
     if cut_store is not None:   # its forecasts of the cut, which evaluate calibrates on
         fs = with_part(fs, CUT, run(cut_store, [ModelForecaster(again.model, dist.device)],
-                                    ("test",), taus(p), season=cut_season))
+                                    ("test",), levels_of(p), season=cut_season))
         print(f"train: the calibration cut: {again.line(cut_store, t.init)}")
     save(forecasts, fs)
     weights = explain.explain(net, store, fs.ends["test"], fs.forecasts["model"]["test"].point,

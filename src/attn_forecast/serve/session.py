@@ -197,11 +197,11 @@ class Session:
     def _model_quantiles(self, job: Job, values: np.ndarray, head: np.ndarray | None):
         """The model's quantiles of every series at once, as evaluation.outlook.outlook makes
         one series' (the same arithmetic, element by element)."""
-        taus = tuple(self.iv["levels"]) if self.iv and self.iv.get("levels") else ()
+        levels = tuple(self.iv["levels"]) if self.iv and self.iv.get("levels") else ()
         head = grown(values, head, self.H) if head is not None else None
-        if not taus:
+        if not levels:
             return head, ("the model's, the quantile head's own" if head is not None else "")
-        raw = at_levels(head, self.head_levels, taus) if head is not None else None
+        raw = at_levels(head, self.head_levels, levels) if head is not None else None
         quant, how = series_quantiles("model", values, raw, self.iv, job.histories,
                                       self.season, [lag_of(self.iv, s) for s in job.ids])
         return quant, f"the model's, {how}"

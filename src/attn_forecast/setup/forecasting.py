@@ -35,7 +35,7 @@ def check_norm(norm: str, season: int, window: int) -> None:
             f"({window}), got evaluate.season {season}")
 
 
-def taus(p: Params) -> tuple:
+def levels_of(p: Params) -> tuple:
     """The quantile levels every forecaster forecasts and intervals are scored at."""
     return tuple(p.evaluate.quantiles)
 
@@ -44,7 +44,7 @@ def peer_settings(p: Params, name: str) -> dict:
     """A NeuralForecast peer's settings (forecasters/peers.py): the model's window as its
     input size, its own peers.<name> (optimizer steps and seed), the run's levels."""
     return {"input_size": p.prepare.window, **getattr(p.peers, name).model_dump(),
-            "levels": taus(p)}
+            "levels": levels_of(p)}
 
 
 def engine_of(p: Params, jobs: int | None = None) -> Engine:
@@ -69,6 +69,6 @@ def baselines_record(p: Params, store, season: int) -> dict:
     e = p.evaluate
     named = [n for n in PEERS if n in e.baselines]
     peers = {"peers": {n: getattr(p.peers, n).model_dump() for n in named}} if named else {}
-    return {"baselines": list(e.baselines), "taus": list(taus(p)),
+    return {"baselines": list(e.baselines), "taus": list(levels_of(p)),
             "ridge_alpha": e.ridge_alpha, "season": season, "parts": list(parts(p, store)),
             "data": store.key(), **peers}

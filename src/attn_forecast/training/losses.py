@@ -12,19 +12,19 @@ LEVEL_LOSSES = ("smape", "mape", "mase")   # scores of the series' own levels
 
 
 class PinballLoss(nn.Module):
-    """The quantile loss of (B, H, Q) forecasts at levels ``taus`` against (B, H) targets,
+    """The quantile loss of (B, H, Q) forecasts at ``levels`` against (B, H) targets,
     averaged over windows, steps and levels. ``scaled``: each window's loss in units of its
     series' in-sample naive error (MASE's unit: series of every size count alike, as WQL
     and MSIS score them), instead of the model's scaled units."""
 
-    def __init__(self, taus, scaled: bool = False) -> None:
+    def __init__(self, levels, scaled: bool = False) -> None:
         super().__init__()
-        self.register_buffer("taus", torch.tensor(list(taus), dtype=torch.float32))
+        self.register_buffer("levels", torch.tensor(list(levels), dtype=torch.float32))
         self.scaled = scaled
 
     def forward(self, q: torch.Tensor, y: torch.Tensor, sid=None, rows=None) -> torch.Tensor:
         diff = y.unsqueeze(-1) - q
-        terms = torch.maximum(self.taus * diff, (self.taus - 1) * diff)
+        terms = torch.maximum(self.levels * diff, (self.levels - 1) * diff)
         if self.scaled and rows is not None:
             terms = terms * (rows.scale[sid] / rows.naive[sid])[:, None, None]
         return terms.mean()

@@ -26,8 +26,8 @@ from attn_forecast.forecasters.run import run
 from attn_forecast.forecasters.saved import ForecastSet
 from attn_forecast.forecasters.simple import Mean, Naive, Naive2, SeasonalNaive, fallback_for
 
-TAUS = (0.025, 0.1, 0.5, 0.9, 0.975)
-Z = norm.ppf(TAUS)
+LEVELS = (0.025, 0.1, 0.5, 0.9, 0.975)
+Z = norm.ppf(LEVELS)
 
 
 # ---------------------------------------------------------------- helpers
@@ -57,13 +57,13 @@ def _train(store, i):
 
 
 class _PointOnly:
-    """A forecaster with point forecasts only (naive's point, no quantiles whatever taus)."""
+    """A forecaster with point forecasts only (naive's point, no quantiles whatever the levels)."""
     name = "pointy"
 
     def fit(self, store):
         return []
 
-    def forecast(self, store, ends, taus=()):
+    def forecast(self, store, ends, levels=()):
         return Forecast(np.repeat(store.last(ends)[:, None], store.horizon, axis=1))
 
 
@@ -76,7 +76,7 @@ def test_naives_quantiles_are_the_random_walk_formula():
     f = Naive()
     f.fit(store)
     ends = store.ends("test")
-    fc = f.forecast(store, ends, TAUS)
+    fc = f.forecast(store, ends, LEVELS)
     sid = store.series_of(ends)
     k = np.arange(1, 6)
     for i in range(2):
@@ -104,7 +104,7 @@ def test_seasonal_naives_quantiles_grow_with_the_seasons_ahead():
     f = SeasonalNaive(4)
     f.fit(store)
     ends = store.ends("test")
-    fc = f.forecast(store, ends, TAUS)
+    fc = f.forecast(store, ends, LEVELS)
     sid = store.series_of(ends)
     k = np.arange(1, 9)
     seasons = np.array([1, 1, 1, 1, 2, 2, 2, 2])
@@ -133,7 +133,7 @@ def test_naive2s_quantiles_are_naives_on_the_adjusted_series_with_the_season_put
     f = Naive2(4)
     f.fit(store)
     ends = store.ends("test")
-    fc = f.forecast(store, ends, TAUS)
+    fc = f.forecast(store, ends, LEVELS)
     tr = _train(store, 0)
     si = np.asarray(seasonal_decompose(tr, model="multiplicative", period=4).seasonal[:4])
     assert abs(si.mean() - 1) < 1e-12 and si[2] > 1.2 and si[3] < 0.8   # a clear season
@@ -150,8 +150,8 @@ def test_naive2s_quantiles_are_naives_on_the_adjusted_series_with_the_season_put
     plain.fit(store)
     naive = Naive()
     naive.fit(store)
-    np.testing.assert_allclose(plain.forecast(store, ends, TAUS).quantiles,
-                               naive.forecast(store, ends, TAUS).quantiles, rtol=1e-12)
+    np.testing.assert_allclose(plain.forecast(store, ends, LEVELS).quantiles,
+                               naive.forecast(store, ends, LEVELS).quantiles, rtol=1e-12)
 
 
 def test_means_quantiles_are_the_historic_mean_and_sd_times_sqrt_1_plus_1_over_t():
@@ -163,7 +163,7 @@ def test_means_quantiles_are_the_historic_mean_and_sd_times_sqrt_1_plus_1_over_t
     f = Mean()
     f.fit(store)
     ends = store.ends("test")
-    fc = f.forecast(store, ends, TAUS)
+    fc = f.forecast(store, ends, LEVELS)
     sid = store.series_of(ends)
     for k, e in enumerate(ends):
         i = sid[k]
@@ -179,7 +179,7 @@ def test_intervals_by_hand_calibrated_own_and_fallback():
     residuals |y - point| / unit: 1, 3, 2, 0.5 -> rank ceil(5 x 0.8) = 4: the largest, 3;
     on the scored windows (units 1 and 10) its interval is the point -+ 3 and -+ 30. A
     forecaster without any quantiles takes the fallback's spread around its own point."""
-    taus = (0.1, 0.5, 0.9)
+    levels = (0.1, 0.5, 0.9)
     point_cal = np.zeros((4, 1))
     y_cal = np.array([[1.0], [-3.0], [2.0], [-0.5]])
     cal = CalibrationSet({"pt": Forecast(point_cal, Q.at_point(point_cal, 3)),
@@ -189,7 +189,7 @@ def test_intervals_by_hand_calibrated_own_and_fallback():
     sid = np.array([0, 1])
     fb = Forecast(np.array([[7.0], [8.0]]), np.array([[[5.0, 7.0, 10.0]], [[6.0, 8.0, 9.0]]]))
     fcs = {"pt": Forecast(point, Q.at_point(point, 3)), "bare": Forecast(point), "gone": None}
-    iv = intervals(fcs, taus, unit, sid, fb, cal)
+    iv = intervals(fcs, levels, unit, sid, fb, cal)
     np.testing.assert_allclose(iv.quantiles["pt"], [[[97.0, 100.0, 103.0]],
                                                     [[170.0, 200.0, 230.0]]])
     assert iv.how["pt"] == "calibrated" and "pt" not in iv.fallback
@@ -199,13 +199,13 @@ def test_intervals_by_hand_calibrated_own_and_fallback():
                                                       [[198.0, 200.0, 201.0]]])
     assert iv.how["bare"] == "fallback" and iv.fallback["bare"] == 2
     assert "gone" not in iv.quantiles
-    rec = margins_record(iv, taus, cal)
+    rec = margins_record(iv, levels, cal)
     assert rec["pairs"] == [80] and rec["calibrated_on"] == "the calibration part"
     assert rec["forecasters"]["pt"] == {"how": "calibrated", "margins": [[3.0]], "windows": 4}
     assert rec["forecasters"]["bare"] == {"how": "fallback", "margins": None}
     # without a calibration set: own quantiles stand, a point forecast takes the fallback's
     own_q = np.array([[[90.0, 100.0, 111.0]], [[150.0, 200.0, 260.0]]])
-    iv = intervals({"own": Forecast(point, own_q), "bare": Forecast(point)}, taus, unit, sid,
+    iv = intervals({"own": Forecast(point, own_q), "bare": Forecast(point)}, levels, unit, sid,
                    fb, None)
     np.testing.assert_array_equal(iv.quantiles["own"], own_q)
     assert iv.how["own"] == "own" and "own" not in iv.fallback and iv.margins == {}
@@ -216,7 +216,7 @@ def test_evaluate_calibrates_a_point_forecaster_or_gives_it_the_fallbacks_counte
     series = [_walk(90, 6), _walk(100, 7, level=900, scale=30), _walk(110, 8, level=5,
                                                                       scale=0.2)]
     store = _store(series, horizon=3, test=0.2, cal=0.3)
-    fs = run(store, [Naive(), _PointOnly()], ("test", "cal"), TAUS, season=0)
+    fs = run(store, [Naive(), _PointOnly()], ("test", "cal"), LEVELS, season=0)
     assert fs.forecasts["pointy"]["test"].quantiles is None
     ends = fs.ends["test"]
     sid = store.series_of(ends)
@@ -266,7 +266,7 @@ def test_evaluate_calibrates_a_point_forecaster_or_gives_it_the_fallbacks_counte
     msis = np.mean([score[sid == i].mean() / naive[i] for i in range(3)])
     assert ev.metrics["pointy"]["msis"] == pytest.approx(msis, rel=1e-10)
     wql = np.mean([2 * np.sum(np.maximum(t * (y - q[..., k]), (t - 1) * (y - q[..., k])))
-                   / np.abs(y).sum() for k, t in enumerate(TAUS)])   # no nine: all five
+                   / np.abs(y).sum() for k, t in enumerate(LEVELS)])   # no nine: all five
     assert ev.metrics["pointy"]["wql"] == pytest.approx(wql, rel=1e-10)
     assert ev.metrics["pointy"]["coverage_80"] == pytest.approx(
         np.mean((y >= q[..., 1]) & (y <= q[..., 3])))
@@ -286,7 +286,7 @@ def test_calibrated_coverage_on_exchangeable_series_is_nominal():
     scale = np.exp(rng.uniform(-2, 3, S))
     series = [10 * s + s * rng.normal(size=n) for s in scale]
     store = _store(series, horizon=3, test=0.2, cal=0.3)
-    fs = run(store, [Naive(), Mean()], ("test", "cal"), TAUS, season=0)
+    fs = run(store, [Naive(), Mean()], ("test", "cal"), LEVELS, season=0)
     own = evaluate(store, fs, noise_std=None, conformal="none")
     ev = evaluate(store, with_point_quantiles(fs), noise_std=None, conformal="split")
     for name in ("naive", "mean"):
@@ -308,16 +308,16 @@ def test_future_quantiles_grow_the_last_calibrated_spread_by_sqrt_k_over_h_past_
     """Margins calibrated for H = 2 steps: 1 and 2 (80 % pair) in units; unit 3; raw bounds
     -+1. Steps 1, 2: -+(1 + 3 x 1), -+(1 + 3 x 2); step k > 2: step 2's calibrated distance
     from the median, 7, times sqrt(k / 2)."""
-    taus = (0.1, 0.5, 0.9)
+    levels = (0.1, 0.5, 0.9)
     raw = np.zeros((5, 3))
     raw[:, 0], raw[:, 2] = -1.0, 1.0
-    got = future_quantiles(raw, np.array([[1.0], [2.0]]), taus, 3.0)
+    got = future_quantiles(raw, np.array([[1.0], [2.0]]), levels, 3.0)
     half = np.array([4.0, 7.0, 7 * math.sqrt(1.5), 7 * math.sqrt(2.0), 7 * math.sqrt(2.5)])
     np.testing.assert_allclose(got[:, 2], half, rtol=1e-12)
     np.testing.assert_allclose(got[:, 0], -half, rtol=1e-12)
     np.testing.assert_array_equal(got[:, 1], 0.0)
     # within the calibrated horizon: exactly the calibrated margins
-    got = future_quantiles(raw[:2], np.array([[1.0], [2.0]]), taus, 3.0)
+    got = future_quantiles(raw[:2], np.array([[1.0], [2.0]]), levels, 3.0)
     np.testing.assert_allclose(got[:, 2], [4.0, 7.0], rtol=1e-12)
 
 
@@ -325,10 +325,10 @@ def test_a_narrowing_margin_never_shrinks_an_interval_past_the_horizon_to_nothin
     """A calibrated margin below zero (raw bounds too wide) narrows the interval, at most to
     the median; past the horizon the calibrated spread only grows (before, -m x sqrt(k / H)
     crossed the median and was clipped to zero width)."""
-    taus = (0.025, 0.1, 0.5, 0.9, 0.975)
+    levels = (0.025, 0.1, 0.5, 0.9, 0.975)
     raw = np.array([[-4.0, -2.0, 0.0, 2.0, 4.0]] * 12)
     margins = np.array([[-1.0, -0.5]] * 3)          # (H, P): 95 % and 80 %, narrowing
-    got = future_quantiles(raw, margins, taus, 1.0)
+    got = future_quantiles(raw, margins, levels, 1.0)
     width80 = got[:, 3] - got[:, 1]
     width95 = got[:, 4] - got[:, 0]
     assert (width80 > 0).all() and (width95 >= width80).all()
@@ -341,7 +341,7 @@ def test_with_point_quantiles_gives_only_point_forecasts_their_point_at_every_le
     own = np.repeat(point[..., None], 5, axis=-1) + np.array([-2, -1, 0, 1, 2.0])
     fs = ForecastSet({"test": np.array([10, 11])},
                      {"p": {"test": Forecast(point)}, "q": {"test": Forecast(point, own)},
-                      "none": {"test": None}}, TAUS)
+                      "none": {"test": None}}, LEVELS)
     out = with_point_quantiles(fs)
     np.testing.assert_array_equal(out.forecasts["p"]["test"].quantiles,
                                   np.repeat(point[..., None], 5, axis=-1))

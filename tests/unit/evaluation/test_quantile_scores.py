@@ -9,7 +9,7 @@ from scipy.stats import norm
 
 from attn_forecast.evaluation import intervals as Q
 
-TAUS = (0.1, 0.5, 0.9)
+LEVELS = (0.1, 0.5, 0.9)
 
 
 # ---------------------------------------------------------------- WQL, MSIS, coverage
@@ -98,23 +98,23 @@ def test_msis_by_hand_two_series_with_different_scales():
     y = 2 (inside: 4); [1, 3] with y = 2, 2 (2 each): mean over its four targets
     (124 + 4 + 2 + 2) / 4 = 33, / 4 = 8.25. MSIS = (25 + 8.25) / 2 = 16.625 (the mean over
     windows instead would be (25 + 16 + 0.5) / 3 = 13.83)."""
-    taus = (0.025, 0.5, 0.975)
+    levels = (0.025, 0.5, 0.975)
     y = np.array([[5.0, -2.0], [7.0, 2.0], [2.0, 2.0]])
     lo = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]])
     hi = np.array([[10.0, 10.0], [4.0, 4.0], [3.0, 3.0]])
     q = np.stack([lo, (lo + hi) / 2, hi], axis=-1)
     scale = np.array([2.0, 4.0, 4.0])
     sid = np.array([0, 1, 1])
-    s = Q.interval_scores(y, q, taus, scale, sid)
+    s = Q.interval_scores(y, q, levels, scale, sid)
     assert s["msis"] == pytest.approx(16.625, abs=1e-12)
-    np.testing.assert_allclose(Q.msis_per_window(y, q, taus, scale), [25.0, 16.0, 0.5])
+    np.testing.assert_allclose(Q.msis_per_window(y, q, levels, scale), [25.0, 16.0, 0.5])
     # coverage, width and Winkler of the 95 % interval over all six targets
     assert s["coverage_95"] == pytest.approx(4 / 6)
     assert s["width_95"] == pytest.approx((10 + 10 + 4 + 4 + 2 + 2) / 6)
     assert s["winkler_95"] == pytest.approx((10 + 90 + 124 + 4 + 2 + 2) / 6)
     assert set(s) == {"pinball", "crps", "wql", "coverage_95", "width_95", "winkler_95", "msis"}
     # without scales, or without the 0.025 / 0.975 levels: no MSIS
-    assert "msis" not in Q.interval_scores(y, q, taus)
+    assert "msis" not in Q.interval_scores(y, q, levels)
     q80 = np.stack([lo, (lo + hi) / 2, hi], axis=-1)
     assert "msis" not in Q.interval_scores(y, q80, (0.1, 0.5, 0.9), scale, sid)
     assert Q.msis_per_window(y, q80, (0.1, 0.5, 0.9), scale) is None

@@ -29,7 +29,7 @@ from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 from attn_forecast.data.csv import read_table
 
-TAUS = (0.1, 0.5, 0.9)
+LEVELS = (0.1, 0.5, 0.9)
 N, W = 240, 12
 
 
@@ -56,9 +56,9 @@ def _series(n=N, seed=5, level=10.0, scale=1.0) -> np.ndarray:
     return level + scale * (np.sin(2 * np.pi * t / 24) + 0.01 * t + rng.normal(0, 0.1, n))
 
 
-def _baselines(store, names, season, parts=("test",), taus=()):
+def _baselines(store, names, season, parts=("test",), levels=()):
     chosen, unavailable = baselines(names, season=season, ridge_alpha=1.0, features=False)
-    return run(store, chosen, parts, taus, {"unavailable": unavailable}, season=season)
+    return run(store, chosen, parts, levels, {"unavailable": unavailable}, season=season)
 
 
 def _with_model(store, fs, seed=0, noise=0.05):
@@ -70,7 +70,7 @@ def _with_model(store, fs, seed=0, noise=0.05):
         unit = units(store)[store.series_of(e)]
         parts[part] = Forecast(last[:, None] + noise * unit[:, None]
                                  * rng.normal(size=(len(e), store.horizon)))
-    return merge(ForecastSet(fs.ends, {"model": parts}, fs.taus), fs)
+    return merge(ForecastSet(fs.ends, {"model": parts}, fs.levels), fs)
 
 
 def _sk_rmse(y, p) -> float:
@@ -179,7 +179,7 @@ def test_a_panel_of_one_series_is_scored_exactly_as_that_series_alone(tmp_path):
     for frame in frames:
         store = _store(raw=_raw_of(frame), horizon=2, test=0.2, cal=0.2)
         fs = _with_model(store, _baselines(store, ["naive", "seasonal_naive", "mean", "ridge",
-                                                   "theta"], 24, ("test", "cal"), TAUS))
+                                                   "theta"], 24, ("test", "cal"), LEVELS))
         evs.append((store, evaluate(store, fs, noise_std=None, conformal="split")))
     (s1, one), (s2, two) = evs
     assert s1.ids.tolist() == ["value"] and s2.ids.tolist() == ["A"]
@@ -254,7 +254,7 @@ def test_conformal_intervals_are_pooled_in_each_series_units():
     as wide, each step with its own margin: the rank of the pooled residuals in units."""
     a = _series(200, seed=6)
     store = _store([a, 1000 * a], horizon=3, test=0.2, cal=0.3)
-    fs = _baselines(store, ["naive", "mean"], 0, ("test", "cal"), TAUS)
+    fs = _baselines(store, ["naive", "mean"], 0, ("test", "cal"), LEVELS)
     point_mean = fs.forecasts["mean"]["past"].point    # fits nothing: every past window
     u = scales(store, UNIT)                   # calibration's unit (the mean absolute level)
     np.testing.assert_allclose(u, [u[0], 1000 * u[0]], rtol=1e-12)
@@ -278,7 +278,7 @@ def test_conformal_intervals_are_pooled_in_each_series_units():
     np.testing.assert_allclose(ev.intervals["forecasters"]["mean"]["margins"][0][0], margin[0],
                                rtol=1e-6)
     # without conformal calibration: each forecaster's own quantiles
-    base = _baselines(store, ["naive"], 0, ("test", "cal"), TAUS)
+    base = _baselines(store, ["naive"], 0, ("test", "cal"), LEVELS)
     own = evaluate(store, base, noise_std=None)
     np.testing.assert_array_equal(own.quantiles["naive"],
                                   base.forecasts["naive"]["test"].quantiles)
@@ -308,7 +308,7 @@ def test_tables_hold_first_steps_the_median_series_steps_ahead_and_coverage():
     series = [_series(100, seed=11), _series(140, seed=12, level=50, scale=3),
               _series(120, seed=13, level=5, scale=0.3)]
     store = _store(series, window=8, horizon=3, test=0.2, cal=0.2)
-    fs = _with_model(store, _baselines(store, ["naive", "mean"], 0, ("test", "cal"), TAUS))
+    fs = _with_model(store, _baselines(store, ["naive", "mean"], 0, ("test", "cal"), LEVELS))
     ev = evaluate(store, fs, noise_std=None, conformal="split")
     out = tables(ev, store)
     pred = out["predictions"]

@@ -20,7 +20,7 @@ from attn_forecast.setup.forecasting import check_data
 from conftest import ROOT
 
 PARAMS = ROOT / "competitions" / "params.yaml"
-TAUS = (0.025, 0.1, 0.5, 0.9, 0.975)
+LEVELS = (0.025, 0.1, 0.5, 0.9, 0.975)
 
 
 class _Drift:
@@ -31,7 +31,7 @@ class _Drift:
     def fit(self, store):
         return []
 
-    def forecast(self, store, ends, taus=()):
+    def forecast(self, store, ends, levels=()):
         sid = store.series_of(ends)
         start = store.offsets[sid]
         slope = (store.y[ends - 1] - store.y[start]) / np.maximum(ends - 1 - start, 1)
@@ -47,7 +47,7 @@ def other():
     season = check_data(p, store)
 
     def made(st):
-        return run(st, [_Drift(), Naive(), Naive2(season)], ("test",), TAUS, season=season)
+        return run(st, [_Drift(), Naive(), Naive2(season)], ("test",), LEVELS, season=season)
     return p, store, cut_store, season, made(store), made(cut_store)
 
 
@@ -101,7 +101,7 @@ def test_the_leaderboard_calibrates_a_combination_across_stages_from_its_members
         part = calibrated_set(store, fs, cut_store, cut, season, keep, {"model", "naive2"})
         save(tmp_path / f"{stage}.npz", part, compact=True)
         sets[stage] = load(tmp_path / f"{stage}.npz")
-    sets["zeroshot"] = ForecastSet({"test": fs.ends["test"]}, {}, TAUS)
+    sets["zeroshot"] = ForecastSet({"test": fs.ends["test"]}, {}, LEVELS)
     combos = combinations(p.evaluate.combinations, store, sets, cut_store, season,
                           "naive_error")
     ev = evaluated(store, sets, cut_store, season, unit_name="naive_error", combos=combos)

@@ -6,7 +6,7 @@ import numpy as np
 from attn_forecast.data.build import build
 from attn_forecast.data.long_table import Raw
 
-TAUS = (0.1, 0.5, 0.9)
+LEVELS = (0.1, 0.5, 0.9)
 
 
 def _raw(series, ids=None, features=None, names=()) -> Raw:

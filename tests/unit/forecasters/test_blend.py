@@ -125,7 +125,7 @@ def test_a_simple_members_future_intervals_are_the_pipelines_on_the_same_history
     quantiles alike."""
     from attn_forecast.forecasters.registry import baselines
     store = _store(val=0.0)
-    taus = (0.025, 0.1, 0.5, 0.9, 0.975)
+    levels = (0.025, 0.1, 0.5, 0.9, 0.975)
     chosen, _ = baselines([name], season=SEASON, ridge_alpha=1.0, features=False)
     f = chosen[0]
     f.fit(store)
@@ -133,8 +133,8 @@ def test_a_simple_members_future_intervals_are_the_pipelines_on_the_same_history
     for i in range(store.n_series):
         first = ends[store.series_of(ends) == i][0]       # right after the training part
         y = store.train_y(i)
-        want = f.forecast(store, np.array([first]), taus)
-        point, quant = future(name, SEASON, y, store.horizon, taus)
+        want = f.forecast(store, np.array([first]), levels)
+        point, quant = future(name, SEASON, y, store.horizon, levels)
         np.testing.assert_allclose(point, want.point[0], rtol=1e-12)
         np.testing.assert_allclose(quant, want.quantiles[0], rtol=1e-12)
 
@@ -155,8 +155,8 @@ def test_the_blends_quantiles_are_its_members_weighted_level_by_level():
     """The blend's quantiles are its members' quantiles averaged level by level with each
     series' weights: a member of weight 0 adds nothing to them (its spread included)."""
     store = _store()
-    taus = (0.1, 0.5, 0.9)
-    fs = run(store, [Naive(), Mean()], ("test", "blend"), taus=taus, season=0)
+    levels = (0.1, 0.5, 0.9)
+    fs = run(store, [Naive(), Mean()], ("test", "blend"), levels=levels, season=0)
     fs = with_combinations(fs, [], store, blends_of(["naive", "mean"]))
     w = np.asarray(list(fs.record["blend"]["series"].values()))[
         store.series_of(fs.ends["test"])]
@@ -191,8 +191,8 @@ def test_the_blends_failed_rows_are_those_of_members_with_weight():
     """A member that failed on a series (the fallback's forecast there) marks the blend's
     rows failed only where it has weight on that series; its NaN never reaches the blend."""
     store = _store()
-    taus = (0.1, 0.5, 0.9)
-    fs = run(store, [Naive(), Mean()], ("test", "blend"), taus=taus, season=0)
+    levels = (0.1, 0.5, 0.9)
+    fs = run(store, [Naive(), Mean()], ("test", "blend"), levels=levels, season=0)
     ends = fs.ends["test"]
     sid = store.series_of(ends)
     mean = fs.forecasts["mean"]["test"]

@@ -16,15 +16,15 @@ from attn_forecast.config.schema import LEVELS
 from attn_forecast.forecasters.protocol import Forecast
 from attn_forecast.forecasters.saved import ForecastSet, load, pack, save, unpack
 
-TAUS = (0.025, 0.1, 0.5, 0.9, 0.975)
+FIVE = (0.025, 0.1, 0.5, 0.9, 0.975)
 
 
-def _quantiles(rng, point: np.ndarray, taus) -> np.ndarray:
+def _quantiles(rng, point: np.ndarray, levels) -> np.ndarray:
     """Normal quantiles around ``point`` (N, H), wider at later steps, a little noise."""
     n, h = point.shape
     sd = np.sqrt(np.arange(1, h + 1))[None, :] * rng.uniform(0.5, 3.0, (n, 1))
-    return point[..., None] + sd[..., None] * ndtri(np.asarray(taus)) \
-        + rng.normal(0, 0.01, (n, h, len(taus)))
+    return point[..., None] + sd[..., None] * ndtri(np.asarray(levels)) \
+        + rng.normal(0, 0.01, (n, h, len(levels)))
 
 
 def _walks(rng, n: int, h: int) -> np.ndarray:
@@ -40,11 +40,11 @@ def _set(seed: int = 0) -> ForecastSet:
     failed = np.array([False, False, True, False, False, True])
     return ForecastSet(
         {"test": np.arange(20, 26, dtype=np.int64), "cal": np.arange(4, dtype=np.int64)},
-        {"model": {"test": Forecast(point, _quantiles(rng, point, TAUS), failed=failed),
-                   "cal": Forecast(cal_point, _quantiles(rng, cal_point, TAUS),
+        {"model": {"test": Forecast(point, _quantiles(rng, point, FIVE), failed=failed),
+                   "cal": Forecast(cal_point, _quantiles(rng, cal_point, FIVE),
                                    failed=np.zeros(4, dtype=bool))},
          "naive": {"test": Forecast(point + 1.5), "cal": None}},
-        TAUS, ["warning: one"], {"season": 12, "data": "abc"})
+        FIVE, ["warning: one"], {"season": 12, "data": "abc"})
 
 
 def _coarse(d: np.ndarray) -> np.ndarray:
@@ -67,7 +67,7 @@ def test_a_compact_round_trip_gives_the_float32_values_as_float64(tmp_path):
     fs = _set()
     save(tmp_path / "f.npz", fs, compact=True)
     back = load(tmp_path / "f.npz")
-    assert back.names() == ["model", "naive"] and back.taus == TAUS
+    assert back.names() == ["model", "naive"] and back.levels == FIVE
     assert back.warnings == fs.warnings and back.record == fs.record
     for part in ("test", "cal"):
         np.testing.assert_array_equal(back.ends[part], fs.ends[part])
@@ -111,10 +111,10 @@ def test_quantiles_far_from_a_median_near_zero_keep_their_order_and_size(tmp_pat
     n, h = 50, 4
     median = rng.normal(0, 1e-3, (n, h))
     scale = np.abs(rng.normal(0, 1, (n, h, 1))) * 10.0 ** rng.integers(-3, 4, (n, h, 1))
-    q = median[..., None] + scale * ndtri(np.asarray(TAUS))
+    q = median[..., None] + scale * ndtri(np.asarray(FIVE))
     q[..., 2] = median
     fs = ForecastSet({"test": np.arange(n, dtype=np.int64)},
-                     {"m": {"test": Forecast(median, q)}}, TAUS)
+                     {"m": {"test": Forecast(median, q)}}, FIVE)
     save(tmp_path / "a.npz", fs, compact=True)
     once = load(tmp_path / "a.npz").forecasts["m"]["test"].quantiles
     np.testing.assert_array_equal(once, _stored(q, 2))
@@ -129,11 +129,11 @@ def test_pack_stores_the_median_and_each_levels_distance_and_leaves_the_rest():
     q = np.array([[[1.0, 2.0, 4.0, 7.0, 11.0]]])
     ends = np.arange(3, dtype=np.int64)
     failed = np.array([True])
-    packed = pack({"ends:test": ends, "quantiles:m:test": q, "failed:m:test": failed}, TAUS)
+    packed = pack({"ends:test": ends, "quantiles:m:test": q, "failed:m:test": failed}, FIVE)
     assert set(packed) == {"ends:test", "failed:m:test", "packed", "layout"}
     assert packed["ends:test"] is ends and packed["failed:m:test"] is failed
     assert packed["packed"].dtype == np.uint8
-    out = unpack(packed, TAUS)
+    out = unpack(packed, FIVE)
     np.testing.assert_array_equal(out["quantiles:m:test"], q)
     # what is stored: the median 4, then 1 - 4, 2 - 4, 7 - 4, 11 - 4 (pack's own layout)
     (key, shape, at, size), = json.loads(str(packed["layout"]))

@@ -149,7 +149,7 @@ class _FailsOn:
     def fit(self, store):
         return []
 
-    def forecast(self, store, ends, taus=()):
+    def forecast(self, store, ends, levels=()):
         point = np.repeat(store.last(ends)[:, None], store.horizon, axis=1)
         point[store.series_of(ends) == self.bad] = np.nan
         return Forecast(point)
@@ -235,7 +235,7 @@ def test_the_fields_all_is_the_mean_over_every_forecast_beside_the_mean_over_ser
 # refitted on it. The quantiles, their spread around the point forecasts and the margins
 # must come out identical. Poisoning the calibration part instead must change the margins,
 # so the check can fail.
-CAL_TAUS = (0.025, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.975)
+CAL_LEVELS = (0.025, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.975)
 CAL_FIELD = ["naive", "seasonal_naive", "naive2", "mean", "ridge", "ses", "ets", "theta", "dot"]
 CAL_COMBOS = ["model+ets+theta", "model+naive2"]
 
@@ -267,14 +267,14 @@ def _calibrated(raw: Raw):
     store = _cal_store(raw)
     chosen, _ = baselines(CAL_FIELD, season=SEASON, ridge_alpha=1.0, features=False, jobs=1)
     chosen.append(ZeroShot(str(PRIOR)))
-    base = run(store, chosen, ("test", "cal"), CAL_TAUS, season=SEASON)
+    base = run(store, chosen, ("test", "cal"), CAL_LEVELS, season=SEASON)
     p = TrainSettings(epochs=2, lr=0.003, batch_size=32, augment_noise=0.1, ensemble=1,
                     loss="smape")
     s = ModelSettings(window=WINDOW, horizon=H, d_model=8, ffn_dim=16, n_heads=2, n_layers=1,
                       residual=True, pooling="flatten", instance_norm="revin")
     data = to_device(store, torch.device("cpu"))
     net, _ = train_model(s, data, p, QUIET)
-    model = run(store, [ModelForecaster(net)], ("test", "cal"), CAL_TAUS, season=SEASON)
+    model = run(store, [ModelForecaster(net)], ("test", "cal"), CAL_LEVELS, season=SEASON)
     # a point model: its intervals come from its point at every level, calibrated
     assert model.forecasts["model"]["test"].quantiles is None
     params = Params.model_validate({"evaluate": {"combinations": CAL_COMBOS,
@@ -313,7 +313,7 @@ def test_poison_the_test_part_intervals_unchanged(clean_intervals):
         assert m["intervals"] == "calibrated" and m["n_interval_fallback"] == 0, name
         assert bad.metrics[name]["intervals"] == "calibrated", name
         q = ev.quantiles[name]
-        assert q.shape == (store.n_series, H, len(CAL_TAUS)) and np.isfinite(q).all(), name
+        assert q.shape == (store.n_series, H, len(CAL_LEVELS)) and np.isfinite(q).all(), name
         assert (np.diff(q, axis=-1) >= 0).all(), name
         np.testing.assert_array_equal(_spread(bad, name), _spread(ev, name), err_msg=name)
         np.testing.assert_array_equal(bad.quantiles[name], q, err_msg=name)

@@ -57,7 +57,7 @@ def test_model_forecaster_of_an_ensemble_and_a_quantile_head():
     torch.manual_seed(1)
     q = build_model(ModelSettings(window=W, horizon=2, d_model=8, ffn_dim=8,
                                   quantiles=(0.1, 0.5, 0.9)))
-    qf = ModelForecaster(q).forecast(store, ends, taus=(0.1, 0.5, 0.9))
+    qf = ModelForecaster(q).forecast(store, ends, levels=(0.1, 0.5, 0.9))
     assert qf.quantiles.shape == (len(ends), 2, 3)
     np.testing.assert_allclose(qf.quantiles[..., 1], qf.point, rtol=1e-6)
     # the train stage's path: run over the parts it scores

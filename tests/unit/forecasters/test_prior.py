@@ -138,7 +138,7 @@ def test_zero_shot_past_the_priors_horizon_rolls_the_median_forward(tmp_path):
     torch.testing.assert_close(q[:, :H], first)
     torch.testing.assert_close(q[:, H:], nxt[:, :2])
     store = _store(horizon=H + 2)
-    fc = ZeroShot(path).forecast(store, store.ends("test"), taus=(0.1, 0.9))
+    fc = ZeroShot(path).forecast(store, store.ends("test"), levels=(0.1, 0.9))
     assert fc.point.shape[1] == H + 2 and np.isfinite(fc.quantiles).all()
 
 
@@ -146,7 +146,7 @@ def test_zero_shot_reads_the_priors_context_padded_before_the_series_start(tmp_p
     model, path = _prior(tmp_path)
     store = _store(window=12)            # the store's windows: 12 steps; the prior's: 32
     ends = store.ends("test")
-    fc = ZeroShot(path).forecast(store, ends, taus=(0.1, 0.9))
+    fc = ZeroShot(path).forecast(store, ends, levels=(0.1, 0.9))
     assert fc.point.shape == (len(ends), 3) and np.isfinite(fc.point).all()
     assert fc.quantiles.shape == (len(ends), 3, 2)
     assert (fc.quantiles[..., 0] <= fc.quantiles[..., 1] + 1e-9).all()

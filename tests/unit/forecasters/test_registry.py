@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from attn_forecast.forecasters.run import run
 from attn_forecast.forecasters.registry import Unavailable, baselines
-from unit.forecasters.helpers import TAUS, _series, _store
+from unit.forecasters.helpers import LEVELS, _series, _store
 
 
 # ---------------------------------------------------------------- the factory
@@ -15,7 +15,7 @@ def test_seasonal_naive_without_a_season_is_unavailable_with_the_reason():
     assert unavailable == {"seasonal_naive": "no season"}
     assert isinstance(chosen[1], Unavailable) and chosen[1].reason == "no season"
     s = _store([_series(60, seed=19)], window=4, horizon=2, test=0.2, cal=0.2)
-    fs = run(s, chosen[:3], ("test", "cal"), TAUS, season=0)
+    fs = run(s, chosen[:3], ("test", "cal"), LEVELS, season=0)
     assert fs.forecasts["seasonal_naive"] == {"test": None, "cal": None, "past": None}
     assert fs.forecasts["naive"]["test"] is not None and fs.forecasts["mean"]["cal"] is not None
     # with a season it is there; without covariates ridge comes alone

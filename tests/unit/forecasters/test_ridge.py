@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from attn_forecast.forecasters.ridge import Ridge as RidgeForecaster
-from unit.forecasters.helpers import TAUS, _series, _store
+from unit.forecasters.helpers import LEVELS, _series, _store
 
 
 def _local_ends(n, lo, hi, window, horizon, off=0):
@@ -105,7 +105,7 @@ def _ridge_shift(z, fit_ends, resid_ends, W, H, alpha=1.0):
     from sklearn.linear_model import Ridge
     fit = Ridge(alpha=alpha).fit(*_xy(z, fit_ends, W, H))
     x, y = _xy(z, resid_ends, W, H)
-    shift = np.quantile(y - fit.predict(x), TAUS, axis=0).T            # (H, Q)
+    shift = np.quantile(y - fit.predict(x), LEVELS, axis=0).T            # (H, Q)
     return shift
 
 
@@ -128,7 +128,7 @@ def test_ridge_intervals_come_from_the_training_parts_last_fifth_never_the_calib
     want = (zp[..., None] + shift[None]) * sd + c
     f = RidgeForecaster(1.0)
     f.fit(s)
-    got = f.forecast(s, test, TAUS)
+    got = f.forecast(s, test, LEVELS)
     np.testing.assert_allclose(got.quantiles, want, rtol=1e-5)
     np.testing.assert_allclose(got.point, zp * sd + c, rtol=1e-5)
     # not the quantiles of the calibration part's residuals
@@ -147,7 +147,7 @@ def test_ridge_intervals_without_a_calibration_part_come_from_the_last_fifth_of_
     zp = Ridge(alpha=1.0).fit(*_xy(z, train, W, H)).predict(_xy(z, test, W, H)[0])
     f = RidgeForecaster(1.0)
     f.fit(s)
-    got = f.forecast(s, test, TAUS)
+    got = f.forecast(s, test, LEVELS)
     np.testing.assert_allclose(got.quantiles, (zp[..., None] + shift[None]) * sd + c,
                                rtol=1e-5)
     inside = _ridge_shift(z, train, train, W, H)

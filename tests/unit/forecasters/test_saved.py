@@ -6,7 +6,7 @@ import pytest
 
 from attn_forecast.forecasters.protocol import Forecast
 from attn_forecast.forecasters.saved import ForecastSet, load, merge, save
-from unit.forecasters.helpers import TAUS
+from unit.forecasters.helpers import LEVELS
 
 
 # ---------------------------------------------------------------- the saved set
@@ -20,7 +20,7 @@ def _set(test_ends, seed=0) -> ForecastSet:
                    "cal": Forecast(rng.normal(size=(m, 2)))},
          "ets": {"test": None, "cal": None},
          "naive": {"test": Forecast(rng.normal(size=(n, 2))), "cal": None}},
-        TAUS, ["warning: one", "warning: two"], {"data": "abc", "season": 12, "x": [1, 2]})
+        LEVELS, ["warning: one", "warning: two"], {"data": "abc", "season": 12, "x": [1, 2]})
 
 
 def test_a_forecast_set_saves_and_loads_without_pickles(tmp_path):
@@ -30,7 +30,7 @@ def test_a_forecast_set_saves_and_loads_without_pickles(tmp_path):
         assert all(z[k].dtype.kind != "O" for k in z.files)
     back = load(tmp_path / "f.npz")
     assert back.names() == ["model", "ets", "naive"]
-    assert back.taus == TAUS and back.warnings == fs.warnings and back.record == fs.record
+    assert back.levels == LEVELS and back.warnings == fs.warnings and back.record == fs.record
     for part in ("test", "cal"):
         np.testing.assert_array_equal(back.ends[part], fs.ends[part])
     for name, parts in fs.forecasts.items():

@@ -5,7 +5,7 @@ import numpy as np
 from scipy.stats import norm
 
 from attn_forecast.forecasters.simple import Mean, Naive, SeasonalNaive
-from unit.forecasters.helpers import TAUS, _series, _store
+from unit.forecasters.helpers import LEVELS, _series, _store
 
 
 # ---------------------------------------------------------------- naive, seasonal naive, mean
@@ -15,11 +15,11 @@ def test_naive_repeats_the_last_value_with_random_walk_quantiles():
     ends = s.ends("test")
     f = Naive()
     assert f.fit(s) == []
-    got = f.forecast(s, ends, TAUS)
+    got = f.forecast(s, ends, LEVELS)
     np.testing.assert_array_equal(got.point, np.repeat(v[ends - 1][:, None], 3, axis=1))
     sigma = np.std(np.diff(v[:60]), ddof=1)            # the training part: rows 0..59
     want = v[ends - 1][:, None, None] + sigma * np.sqrt(np.arange(1, 4))[None, :, None] \
-        * norm.ppf(TAUS)[None, None, :]
+        * norm.ppf(LEVELS)[None, None, :]
     np.testing.assert_allclose(got.quantiles, want, rtol=1e-12)
     assert f.forecast(s, ends).quantiles is None
 

@@ -7,7 +7,7 @@ import pytest
 
 from attn_forecast.forecasters.simple import Mean, Naive, SeasonalNaive
 from attn_forecast.forecasters.statistical import STAT_FORECASTERS, FitFailed, Stat, forecast_one
-from unit.forecasters.helpers import TAUS, _series, _store
+from unit.forecasters.helpers import LEVELS, _series, _store
 
 
 # ---------------------------------------------------------------- StatsForecast's models
@@ -53,7 +53,7 @@ def test_stat_quantiles_are_statsforecasts_own_intervals():
     df = pd.DataFrame({"unique_id": "y", "ds": np.arange(len(y)), "y": y})
     cv = StatsForecast(models=[AutoETS(season_length=12)], freq=1).cross_validation(
         df=df, h=1, test_size=12, refit=False, level=[80])
-    got = Stat("ets", 12).forecast(s, s.ends("test"), TAUS).quantiles[:, 0]
+    got = Stat("ets", 12).forecast(s, s.ends("test"), LEVELS).quantiles[:, 0]
     np.testing.assert_allclose(got[:, 0], cv["AutoETS-lo-80"], rtol=1e-9)
     np.testing.assert_allclose(got[:, 1], cv["AutoETS"], rtol=1e-9)
     np.testing.assert_allclose(got[:, 2], cv["AutoETS-hi-80"], rtol=1e-9)
@@ -112,12 +112,12 @@ def test_each_per_series_baseline_on_a_panel_equals_it_on_that_series_alone():
     for make in made:
         f = make()
         f.fit(panel)
-        got = f.forecast(panel, ends, TAUS)
+        got = f.forecast(panel, ends, LEVELS)
         for i, v in enumerate(series):
             alone = _store([v], **kw)
             g = make()
             g.fit(alone)
-            want = g.forecast(alone, alone.ends("test"), TAUS)
+            want = g.forecast(alone, alone.ends("test"), LEVELS)
             np.testing.assert_allclose(got.point[sid == i], want.point, rtol=1e-12,
                                        err_msg=f"{f.name}, series {i}")
             if want.quantiles is not None:

@@ -253,19 +253,19 @@ def test_pooled_intervals_pool_wql_and_coverage_over_every_forecast():
 
     from attn_forecast.evaluation.scoring import Evaluation
     from attn_forecast.evaluation.leaderboard import pooled_intervals
-    taus = (0.025, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.975)
+    levels = (0.025, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.975)
     rng = np.random.default_rng(9)
     evs, ys, qs = {}, [], []
     for s, (n, h, level, sd) in {"yearly": (30, 6, 1000.0, 300.0),
                                  "monthly": (50, 18, 10.0, 1.0)}.items():
         y = level + sd * rng.normal(size=(n, h))
-        q = level + 0.8 * sd * norm.ppf(taus) + np.zeros((n, h, 1))   # a bit too narrow
-        evs[s] = Evaluation({}, pd.DataFrame(), np.arange(n), y, {}, {"m": q}, taus)
+        q = level + 0.8 * sd * norm.ppf(levels) + np.zeros((n, h, 1))   # a bit too narrow
+        evs[s] = Evaluation({}, pd.DataFrame(), np.arange(n), y, {}, {"m": q}, levels)
         ys.append(y.ravel())
-        qs.append(q.reshape(-1, len(taus)))
+        qs.append(q.reshape(-1, len(levels)))
     y, q = np.concatenate(ys), np.concatenate(qs)
     per_level = []
-    for k, tau in enumerate(taus):
+    for k, tau in enumerate(levels):
         if tau in (0.025, 0.975):
             continue
         d = y - q[:, k]
@@ -277,7 +277,7 @@ def test_pooled_intervals_pool_wql_and_coverage_over_every_forecast():
     assert got["m"]["coverage_95"] == pytest.approx(np.mean((y >= q[:, 0]) & (y <= q[:, 10])))
     # pooling matters here: the mean of the two subsets' own WQLs is far from it
     from attn_forecast.evaluation.intervals import wql
-    each = np.mean([wql(e.actual, e.quantiles["m"], taus) for e in evs.values()])
+    each = np.mean([wql(e.actual, e.quantiles["m"], levels) for e in evs.values()])
     assert abs(each - got["m"]["wql"]) > 0.1 * got["m"]["wql"]
 
 

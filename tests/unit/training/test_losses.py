@@ -9,7 +9,7 @@ from attn_forecast.training.losses import PinballLoss, make_loss
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-TAUS = (0.1, 0.5, 0.9)
+LEVELS = (0.1, 0.5, 0.9)
 
 
 def test_losses():
@@ -35,5 +35,5 @@ def test_the_training_loss_is_the_same_pinball_loss():
     from attn_forecast.training.losses import PinballLoss
     y = np.array([[1.0]])
     q = np.array([[[0.5, 1.5, 3.0]]])
-    loss = PinballLoss(list(TAUS))(torch.tensor(q), torch.tensor(y))
+    loss = PinballLoss(list(LEVELS))(torch.tensor(q), torch.tensor(y))
     assert float(loss) == pytest.approx((0.05 + 0.25 + 0.2) / 3)
