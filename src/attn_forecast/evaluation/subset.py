@@ -10,12 +10,33 @@ from __future__ import annotations
 import numpy as np
 
 from ..data.store import Store
+from ..errors import UserInputError
 from ..forecasters.protocol import Forecast
 from ..forecasters.saved import ForecastSet, merge, stored
 from ..forecasters.simple import fallback_for
 from .calibration import CUT, RAW, UNIT, CalibrationSet, intervals, margins_record, scales
 from .scoring import Evaluation, evaluate
 
+
+def check_medians(fs: ForecastSet, where: str) -> None:
+    """The leaderboard's audit: that every row of ``fs`` with quantiles has its point as its
+    median (to 1e-9 of the point's size), so that WQL's 0.5 level and sMAPE score one
+    forecast; a row that does not is refused naming ``where`` (its stage made the quantiles
+    before the median was the point: rerun it)."""
+    if 0.5 not in fs.levels:
+        return
+    mid = list(fs.levels).index(0.5)
+    for name, parts in fs.forecasts.items():
+        fc = parts.get("test")
+        if fc is None or fc.quantiles is None:
+            continue
+        off = np.abs(fc.quantiles[..., mid] - fc.point) > 1e-9 * np.maximum(np.abs(fc.point),
+                                                                           1.0)
+        if off.any():
+            raise UserInputError(
+                f"{where}: {name}'s median is not its point in {int(off.sum()):,} of "
+                f"{off.size:,} forecasts: every row's 0.5 quantile is its point forecast, so "
+                "that WQL and sMAPE score one forecast; rerun its stage")
 
 def evaluated(store: Store, sets: dict[str, ForecastSet], cut_store: Store, season: int,
               names: tuple = (), unit_name: str = UNIT, combos: ForecastSet | None = None

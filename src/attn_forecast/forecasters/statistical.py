@@ -121,6 +121,25 @@ def forecast_one(name: str, season: int, y: np.ndarray, fit_end: int, origins: n
     return out, {pct: (np.stack(lo), np.stack(hi)) for pct, (lo, hi) in bands.items()}
 
 
+def around_point(mean: np.ndarray, bands: dict, levels) -> np.ndarray:
+    """Quantiles (N, H, Q) at ``levels`` from a library's point forecasts ``mean`` (N, H) and
+    its central bands ``{pct: (lo, hi)}``: the median is the point (so WQL's 0.5 level scores
+    the forecast sMAPE and MASE score), and every band keeps its distances from the innermost
+    band's middle, moved onto the point (a library's bands need not be centred on its mean:
+    StatsForecast's Theta on M3's yearly N0502 forecasts 417 five steps ahead with bands
+    centred on 6.5), then nested outward from it."""
+    q = np.repeat(np.asarray(mean, dtype=np.float64)[..., None], len(levels), axis=-1)
+    pairs = central_intervals(levels)
+    if not pairs:
+        return q
+    for lo_i, hi_i, pct in pairs:
+        q[..., lo_i], q[..., hi_i] = bands[pct]
+    lo_i, hi_i, _ = pairs[-1]
+    q += (mean - (q[..., lo_i] + q[..., hi_i]) / 2)[..., None]
+    q[..., list(levels).index(0.5)] = mean
+    return nested(q, levels)
+
+
 def _season_index(name: str, y: np.ndarray, fit_end: int, season: int, horizon: int
                   ) -> np.ndarray:
     """Each row's multiplicative seasonal index (len(y) + horizon,) for the M4 benchmarks,
@@ -155,9 +174,7 @@ class Stat:
 
     def forecast(self, store, ends, levels=()):
         H = store.horizon
-        pairs = central_intervals(levels)
-        pcts = tuple(pct for _, _, pct in pairs)
-        mid = list(levels).index(0.5) if levels else None
+        pcts = tuple(pct for _, _, pct in central_intervals(levels))
         sid = store.series_of(ends)
         point = np.full((len(ends), H), np.nan)
         quant = np.full((len(ends), H, len(levels)), np.nan) if levels else None
@@ -184,13 +201,7 @@ class Stat:
                 continue
             point[r] = mean
             if levels:
-                quant[r] = mean[..., None]
-                for (lo_i, hi_i, pct) in pairs:
-                    quant[r, :, lo_i], quant[r, :, hi_i] = bands[pct]
-                if pairs:   # its own median: the innermost band's middle (not the mean)
-                    lo_i, hi_i, _ = pairs[-1]
-                    quant[r, :, mid] = (quant[r, :, lo_i] + quant[r, :, hi_i]) / 2
-                quant[r] = nested(quant[r], levels)
+                quant[r] = around_point(mean, bands, levels)
         for i in failed:     # a series fails as a whole, whichever of its parts failed
             point[sid == i] = np.nan
             if levels:

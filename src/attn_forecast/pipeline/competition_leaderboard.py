@@ -15,7 +15,7 @@ from pathlib import Path
 from ..config.load import read_yaml
 from ..evaluation.leaderboard import horizons_of, leaderboard
 from ..evaluation.scoring import Evaluation
-from ..evaluation.subset import combinations, evaluated
+from ..evaluation.subset import check_medians, combinations, evaluated
 from ..forecasters import saved
 from ..forecasters.names import NAMES, PEERS
 from ..io import rounded, write_json, write_text
@@ -59,10 +59,12 @@ def step(params: str, forecasts: str, metrics: str, table: str, published: str,
         for k, fs in sets.items():     # every input the subset's windows, before scoring
             saved.check_against(fs, store.ends("test"), store.horizon, str(folder / s / k)
                                 + ".npz")
+            check_medians(fs, str(folder / s / k) + ".npz")
         measured.update({n: sets[n].record["peer"]["library"] for n in peers})
         cut_store = field_store(cp, cprof)
         season = check_data(p, store)
         combos = combinations(combos_named, store, sets, cut_store, season)
+        check_medians(combos, f"{s}'s combinations across stages")
         ev = evaluated(store, sets, cut_store, season, combos=combos)
         for line in ev.warnings:
             print(f"{s}: {line}", file=sys.stderr)

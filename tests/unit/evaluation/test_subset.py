@@ -135,3 +135,21 @@ def test_the_leaderboard_calibrates_a_combination_across_stages_from_its_members
     q = ev.quantiles["naive"]
     assert ev.metrics["naive"]["coverage_80"] == pytest.approx(
         np.mean((actual >= q[..., 1]) & (actual <= q[..., 3])))
+
+
+def test_the_audit_refuses_a_row_whose_median_is_not_its_point():
+    from attn_forecast.errors import UserInputError
+    from attn_forecast.evaluation.subset import check_medians
+    point = np.array([[417.0, 264.8]])
+    levels = (0.1, 0.5, 0.9)
+    good = np.stack([point - 1, point, point + 1], axis=-1)
+    fs = ForecastSet({"test": np.array([7])},
+                     {"theta": {"test": Forecast(point, good)},
+                      "naive": {"test": Forecast(point, None)}}, levels)
+    check_medians(fs, "field.npz")                    # a median that is the point passes
+    bad = good.copy()
+    bad[0, 0, 1] = 6.5
+    fs.forecasts["theta"]["test"] = Forecast(point, bad)
+    with pytest.raises(UserInputError, match=r"field.npz: theta's median is not its point in "
+                                             r"1 of 2 forecasts"):
+        check_medians(fs, "field.npz")

