@@ -24,7 +24,7 @@ def check(p: Params) -> None:
                            ("data.csv_feature_columns", d.csv_feature_columns)) if v]
     if p.train.init == "pretrained" and side:
         raise ParamsError(f"params.yaml: {side[0]} needs train.init scratch or auto (the prior "
-                          "reads the series' levels only, without calendar features or "
+                          "reads the series' values only, without calendar features or "
                           "covariates)")
     if p.evaluate.conformal == "split" and pp.cal_frac == 0:
         raise ParamsError(
@@ -102,7 +102,7 @@ def check(p: Params) -> None:
     for loss in (p.train.loss, *p.train.losses):
         if loss in ("smape", "mape", "mase") and pp.transform != "none":
             key = "train.loss" if loss == p.train.loss else "train.losses"
-            raise ParamsError(f"params.yaml: {key} {loss} is a score of the series' own levels: "
+            raise ParamsError(f"params.yaml: {key} {loss} is a score of the series' own values: "
                               f"it needs prepare.transform none, got {pp.transform!r}")
     if len(set(p.train.losses)) != len(p.train.losses):
         raise ParamsError(f"params.yaml: train.losses lists a loss twice: {p.train.losses}")

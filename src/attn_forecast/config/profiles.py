@@ -106,7 +106,7 @@ def resolve(raw: dict, profile: dict) -> tuple[dict, dict]:
             section[name] = value
             chosen[key] = value
     if chosen.get("train.init") == "pretrained" and side_inputs(out):
-        out["train"]["init"] = chosen["train.init"] = "scratch"  # the prior reads levels only
+        out["train"]["init"] = chosen["train.init"] = "scratch"  # the prior reads values only
     return out, chosen
 
 

@@ -101,7 +101,7 @@ def fit_columns(cols: np.ndarray, offsets: np.ndarray, train_start: np.ndarray,
 
 def naive_scale(train_y: np.ndarray, lag: int = 1) -> float:
     """In-sample naive MAE of the training part at ``lag`` (1, or the seasonal period: the
-    M4 definition): MASE's denominator, and the unit of a loss of the levels."""
+    M4 definition): MASE's denominator, and the unit of a loss of the values."""
     v = np.asarray(train_y)
     if len(v) <= lag and lag > 1:      # too short for one season: the lag-1 error
         lag = 1

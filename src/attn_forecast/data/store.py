@@ -93,7 +93,7 @@ class Store:
         return np.searchsorted(self.offsets, ends, side="right") - 1
 
     def targets(self, ends: np.ndarray) -> np.ndarray:
-        """(N, H) levels of each window's targets."""
+        """(N, H) values (``y``) of each window's targets."""
         return self.y[ends[:, None] + np.arange(self.horizon)[None, :]]
 
     def last(self, ends: np.ndarray) -> np.ndarray:
@@ -101,7 +101,7 @@ class Store:
         return self.y[ends - 1]
 
     def to_y(self, z_pred: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        """Model-space forecasts (N, H) (or quantiles (N, H, Q)) back in levels."""
+        """Model-space forecasts (N, H) (or quantiles (N, H, Q)) back in the series' units."""
         if z_pred.ndim == 3:
             return np.stack([self.to_y(z_pred[..., k], ends)
                              for k in range(z_pred.shape[-1])], axis=-1)
@@ -113,7 +113,7 @@ class Store:
         return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
 
     def train_y(self, i: int) -> np.ndarray:
-        """Series ``i``'s training part in levels (its in-sample part)."""
+        """Series ``i``'s training part in its own units (its in-sample part)."""
         a = int(self.offsets[i])
         return self.y[a + int(self.cuts.train_start[i]):a + int(self.cuts.val_start[i])]
 

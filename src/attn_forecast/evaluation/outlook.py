@@ -52,7 +52,7 @@ def network_future(run: Runner, meta: dict, window: int, head_levels: Sequence[f
                    histories: Sequence[np.ndarray], times: Sequence[np.ndarray] | None,
                    steps: int, scalers: Sequence[tuple[float, float]],
                    features: Sequence[np.ndarray] | None = None) -> tuple:
-    """The next ``steps`` levels of each of B series (B, steps) and, for a quantile head, their
+    """The next ``steps`` values of each of B series (B, steps) and, for a quantile head, their
     quantiles (B, steps, Q) (else None): a horizon at a time, the median fed back. ``meta``:
     the prepared data's record (horizon, transform, calendar features); ``window``: the
     network's; ``times``: each series' time stamps (needed for calendar inputs);

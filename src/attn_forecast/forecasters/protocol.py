@@ -1,7 +1,7 @@
 """A forecaster is a forecaster: the model, an ensemble and every baseline share one protocol.
 
 ``fit(store)`` learns from each series' training part only; ``forecast(store, ends, levels)``
-gives the windows' forecasts in levels (N, H), and with quantile ``levels`` their
+gives the windows' forecasts in the series' units (N, H), and with quantile ``levels`` their
 quantiles (N, H, Q) where it has them. Evaluation, the backtest, the significance tests, the
 intervals and the figures loop over forecasters and series, never naming one.
 """
@@ -30,7 +30,8 @@ class Forecast:
 
 
 class Forecaster(Protocol):
-    """Fit on each series' training part (returns warnings); forecast windows in levels."""
+    """Fit on each series' training part (returns warnings); forecast windows in the series'
+    units."""
     name: str
 
     def fit(self, store: Store) -> list[str]: ...

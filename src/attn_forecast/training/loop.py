@@ -263,7 +263,7 @@ def fit_windows(model: nn.Module, series: torch.Tensor, train_ends: torch.Tensor
     """:func:`fit` on the windows of ``series`` (on the training device) ending at
     ``train_ends`` (batches of ``p.batch_size`` in a seeded order), validated on those ending at
     ``val_ends`` (none: no validation); ``cal`` (n, C): the side inputs aligned with ``series``;
-    ``rows``: the windows' series (padded windows; the scalers of losses of the levels)."""
+    ``rows``: the windows' series (padded windows; the scalers of losses of the values)."""
     s, device = model.settings, series.device
     batches = WindowBatches(series, train_ends, s.window, s.horizon,
                             resolve_batch(p.batch_size, len(train_ends)), p.seed, cal, rows,

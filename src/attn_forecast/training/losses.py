@@ -1,5 +1,5 @@
 """The training losses: torch's MSE, MAE and Huber, the pinball loss of a quantile head, and
-scores of the series' own levels (sMAPE, MASE) through each window's scaler."""
+scores of the series' own values (sMAPE, MASE) through each window's scaler."""
 from __future__ import annotations
 
 import torch
@@ -8,7 +8,7 @@ from torch import nn
 from .batches import Rows
 
 
-LEVEL_LOSSES = ("smape", "mape", "mase")   # scores of the series' own levels
+LEVEL_LOSSES = ("smape", "mape", "mase")   # scores of the series' own values
 
 
 class PinballLoss(nn.Module):
@@ -31,10 +31,10 @@ class PinballLoss(nn.Module):
 
 
 class LevelLoss(nn.Module):
-    """A score of the levels (the series' own units) as the training loss: ``smape``
+    """A score of the values in the series' own units as the training loss: ``smape``
     (200 |y - f| / (|y| + |f|), M3's), ``mape`` (100 |y - f| / |y|), or ``mase`` (|y - f| over
     each series' in-sample naive error): N-BEATS' three. ``sid``: each window's series in
-    ``rows``, whose scalers give the levels."""
+    ``rows``, whose scalers give the values."""
 
     def __init__(self, kind: str) -> None:
         super().__init__()
@@ -64,7 +64,7 @@ class _Plain(nn.Module):
 
 def make_loss(kind: str, quantiles=()) -> nn.Module:
     """train.loss, or the pinball loss for a model with a quantile head: in units of each
-    series' in-sample naive error where train.loss scores the levels (sMAPE, MAPE, MASE: the
+    series' in-sample naive error where train.loss scores the values (sMAPE, MAPE, MASE: the
     competitions'), else in the model's scaled units."""
     if quantiles:
         return PinballLoss(quantiles, scaled=kind in LEVEL_LOSSES)
