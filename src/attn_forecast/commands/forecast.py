@@ -4,6 +4,7 @@
 
 Reads the file the way the training read its data (column, time column, id column, CSV
 dialect and gap handling are saved in the checkpoint; every flag overrides its saved value),
+or, for the generate stage's own table (data/raw/series.csv), as that table,
 applies each series' transform and scaler (a series the training knew: its training scaler;
 any other: one fitted on the history given now) and forecasts ``--steps`` values (by default
 the model's horizon), feeding predictions back in past it. With a blend file beside the
@@ -28,6 +29,7 @@ import torch
 from ..data import transforms
 from ..data.csv import FEATURE_PREFIX, read_table
 from ..data.frequency import check_frame_regular, next_times
+from ..data.long_table import read_long
 from ..data.scaling import fit_one
 from ..errors import UserInputError, naming, run_cli
 from ..forecasters.names import BLEND
@@ -88,6 +90,30 @@ READ = (("column", "value"), ("time_column", ""), ("id_column", ""), ("time_form
         ("sep", ","), ("decimal", "."), ("thousands", ""), ("missing", "error"))
 
 
+LONG = ("id", "t", "value", "signal")    # the generate stage's table's first columns
+
+
+def is_long_table(path: str) -> bool:
+    """Whether ``path`` is the generate stage's own table (its header begins
+    :data:`LONG`), which the command reads as it is, not as the model's source file."""
+    try:
+        with open(path) as fh:
+            head = [c.strip().strip('"') for c in fh.readline().strip().split(",")]
+    except (OSError, UnicodeDecodeError):
+        return False                 # read_table says what is wrong with it
+    return tuple(head[:len(LONG)]) == LONG
+
+
+def long_frame(path: str, features: list[str]) -> pd.DataFrame:
+    """The generate stage's table as the frame :func:`read_table` gives (``id, t, value,
+    signal`` and ``feature:<name>`` columns, each id's rows together in time order)."""
+    raw = read_long(path, list(features))
+    frame = pd.DataFrame({"id": np.repeat(raw.ids.astype(object), np.diff(raw.offsets)),
+                          "t": raw.t, "value": raw.y, "signal": raw.signal})
+    for j, name in enumerate(features):
+        frame[FEATURE_PREFIX + name] = raw.features[:, j]
+    return frame
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="attn-forecast forecast", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -144,8 +170,15 @@ def main(argv: list[str] | None = None) -> None:
     lookup = {name: k for k, name in enumerate(known["ids"])}
     only = known["ids"][0] if len(known["ids"]) == 1 else read["column"]
     gaps = args.time_gaps or source.get("time_gaps", "error")
-    frame = read_table(args.csv, read.pop("column"), **read, features=meta["features"],
-                       default_id=only)
+    if is_long_table(args.csv) and args.column is args.time_column is args.id_column is None:
+        # the generate stage's own table (data/raw/series.csv): its columns, whatever file
+        # and columns the model's data came from
+        frame = long_frame(args.csv, meta["features"])
+        several = frame["id"].nunique() > 1
+        read.update(time_column="t", id_column="id" if several or read["id_column"] else "")
+    else:
+        frame = read_table(args.csv, read.pop("column"), **read, features=meta["features"],
+                           default_id=only)
     if read["time_column"] and gaps == "error":
         note = check_frame_regular(frame, args.csv)
         if note:

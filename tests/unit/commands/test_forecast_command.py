@@ -210,6 +210,28 @@ def test_one_series_without_an_id_column(tmp_path, capsys):
     assert _scaler(store) == pytest.approx((train.mean(), train.std()), rel=1e-12)
 
 
+def test_the_generate_stages_table_forecasts_as_the_users_own_file(tmp_path, capsys):
+    """The README's `--csv data/raw/series.csv` with a model a CSV run trained: the file is
+    the generate stage's table (id, t, value, signal), not the user's columns (date, demand),
+    and it is read as that table: the same forecast as the user's file gives."""
+    from attn_forecast.data.csv import read_table
+    from attn_forecast.data.long_table import write_long
+    y = 50 + 10 * np.sin(np.arange(70) / 3.0) + np.random.default_rng(4).normal(0, 1, 70)
+    days = pd.date_range("2024-01-01", periods=70, freq="D")
+    source = source_record(DataParams(kind="csv", csv_column="demand",
+                                      csv_time_column="date"))
+    store = _build([y], ["demand"], t=days.to_numpy("datetime64[s]"), source=source, val=0.1)
+    path = _save(tmp_path / "one.pt", store, _tiny())
+    mine, long = tmp_path / "mine.csv", tmp_path / "series.csv"
+    pd.DataFrame({"date": days.strftime("%Y-%m-%d"), "demand": y}).to_csv(mine, index=False)
+    write_long(long, [read_table(mine, "demand", time_column="date", default_id="demand")])
+    for csv, out in ((mine, "a.csv"), (long, "b.csv")):
+        _run("--model", path, "--csv", csv, "--out", tmp_path / out)
+        assert f"forecast: {H} steps after 70 values" in capsys.readouterr().out
+    a, b = (pd.read_csv(tmp_path / f) for f in ("a.csv", "b.csv"))
+    pd.testing.assert_frame_equal(a, b)
+    assert a["time"].iloc[0] == "2024-03-11" and "id" not in a
+
 def test_another_series_than_the_trained_one_is_refused_unless_allowed(tmp_path, capsys):
     """A file far from the series the model was trained on is one line and nothing written;
     --allow-far forecasts it with the warning."""
