@@ -30,6 +30,7 @@ FLOOR = 0.01  # an MSE below this many times the series' squared naive error cou
 # the rest: a handful of windows cannot tell the members apart (chosen on bench/real.py's
 # validation parts, bench/README.md "The blend on few windows")
 SHRINK = 5.0
+TOWARD = "equal"   # the weights shrink toward: equal | kept (equal over the trim's members)
 FEW = 10     # a series learning its weights on fewer validation windows than this: a warning
 
 
@@ -122,10 +123,12 @@ class Blend:
 
 
 def learn_blend(fs: ForecastSet, store, members: list[str], trim: float = TRIM,
-                part: str = "blend", shrink: float = SHRINK) -> Blend | None:
+                part: str = "blend", shrink: float = SHRINK, toward: str = TOWARD
+                ) -> Blend | None:
     """Each series' weights over ``members`` (those with forecasts of ``part`` and of the
-    test part; None if none has) from their errors on its windows of ``part``, shrunk toward
-    equal weights by ``shrink`` (:data:`SHRINK`)."""
+    test part; None if none has) from their errors on its windows of ``part``, shrunk by
+    ``shrink`` (:data:`SHRINK`) toward equal weights over every member (``toward`` equal) or
+    over the members the trim keeps (``kept``)."""
     ends = fs.ends.get(part)
     learn = ends is not None and len(ends) > 0
     have = [m for m in members if fs.forecasts.get(m, {}).get("test") is not None
@@ -149,7 +152,9 @@ def learn_blend(fs: ForecastSet, store, members: list[str], trim: float = TRIM,
     w = inverse_error_weights(mse, trim, floor)
     if shrink > 0:       # few windows: toward equal weights
         learned = (n / (n + shrink))[:, None]
-        w = learned * w + (1 - learned) / len(have)
+        target = np.full_like(w, 1.0 / len(have)) if toward == "equal" else \
+            (w > 0) / (w > 0).sum(axis=1, keepdims=True)
+        w = learned * w + (1 - learned) * target
     return Blend(have, w, rule(trim, shrink), n)
 
 
@@ -194,8 +199,9 @@ def with_combinations(fs: ForecastSet, names: list[str], store=None,
     for name in names:
         c = Combination(name, name.split("+"))
         fs.forecasts[name] = {part: combined(fs.forecasts, c, part) for part in fs.ends}
-    for name, (members, trim, *shrink) in (blends or {}).items():
-        b = learn_blend(fs, store, list(members), trim, shrink=shrink[0] if shrink else SHRINK) \
+    for name, (members, trim, *how) in (blends or {}).items():
+        shrink, toward = (list(how) + [SHRINK, TOWARD][len(how):])[:2]
+        b = learn_blend(fs, store, list(members), trim, shrink=shrink, toward=toward) \
             if members else None
         if b is not None:
             fs.forecasts[name] = blended(fs, store, b)

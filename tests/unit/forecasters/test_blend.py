@@ -249,3 +249,17 @@ def test_few_windows_shrink_the_weights_toward_equal_by_their_count():
                                      if k < FEW]
     assert f"n / (n + {SHRINK:g})" in shrunk.rule
 
+
+
+def test_shrinking_toward_the_kept_members_leaves_a_trimmed_member_out():
+    """``toward`` kept: the learned weights mix with equal weights over the members the trim
+    kept, so a member the trim left out keeps no weight however few the windows."""
+    store = _store()
+    members = ["naive", "seasonal_naive", "mean"]
+    learned = learn_blend(_forecasts(store), store, members, shrink=0.0)
+    kept = learn_blend(_forecasts(store), store, members, shrink=SHRINK, toward="kept")
+    n, on = learned.windows[:, None], learned.weights > 0
+    np.testing.assert_allclose(kept.weights, n / (n + SHRINK) * learned.weights
+                               + SHRINK / (n + SHRINK) * on / on.sum(axis=1, keepdims=True))
+    assert (kept.weights[~on] == 0).all() and (~on).any()
+    assert np.allclose(kept.weights.sum(axis=1), 1.0)
