@@ -65,7 +65,7 @@ STATS = ("seasonal_naive", "ridge", "ets", "theta", "arima")
 BLEND = ["model", "naive", "seasonal_naive", "ets", "theta", "arima"]
 VARIANTS = {"blend_shrink0": (BLEND, 3.0, 0.0), "blend_shrink5": (BLEND, 3.0, 5.0),
             "blend_shrink20": (BLEND, 3.0, 20.0), "blend_stats": (BLEND[1:], 3.0),
-            "blend_kept5": (BLEND, 3.0, 5.0, "kept")}
+            "blend_equal5": (BLEND, 3.0, 5.0, "equal"), "blend_kept5": (BLEND, 3.0, 5.0, "kept")}
 FORECASTERS = ("blend", *VARIANTS, "model", "zeroshot", "model+stats", "fracast", "scratch",
                "naive", *STATS)
 SEASONAL = {"taylor", "wineind", "woolyrnq", "airpassengers", "lynx", "elnino", "realgdp",

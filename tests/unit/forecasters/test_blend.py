@@ -239,7 +239,7 @@ def test_few_windows_shrink_the_weights_toward_equal_by_their_count():
     store = _store()
     members = ["naive", "seasonal_naive", "mean"]
     learned = learn_blend(_forecasts(store), store, members, shrink=0.0)
-    shrunk = learn_blend(_forecasts(store), store, members, shrink=SHRINK)
+    shrunk = learn_blend(_forecasts(store), store, members, shrink=SHRINK, toward="equal")
     n = learned.windows[:, None]
     np.testing.assert_allclose(shrunk.weights, n / (n + SHRINK) * learned.weights
                                + SHRINK / (n + SHRINK) / len(members))
