@@ -44,7 +44,33 @@ def real_edges(root: Path) -> str:
         f"{a[0]:g} / {a[1]:g}" for s, a in after["blend_coverage"].items()) + ".",
         "", f"`{after['command']}` at {after['commit']} ({after['date']}), and the same with "
         "`-S evaluate.few_windows=largest`."]
+    if "toward" in r:
+        lines += ["", *toward_lines(r["toward"])]
     return "\n".join(lines) + "\n"
+
+
+def toward_lines(t: dict) -> list[str]:
+    """The blend's shrinkage target, a later choice of the same kind: its criteria, the
+    candidates on the validation parts and the chosen against the one before on the test
+    folds, each from one run's forecasts."""
+    lines = ["What the weights shrink toward, chosen the same way:", "", "```",
+             t["criteria"].strip(), "```", "",
+             "| run | toward equal over every member (before): mean MASE | worst / best member "
+             "| toward equal over the kept members (after): mean MASE | worst / best member |",
+             "|---|---:|---:|---:|---:|"]
+    for name in ("validation", "test"):
+        v = t[name]["blends"]
+        e, k = v["blend_equal5"], v["blend_kept5"]
+        lines.append(f"| {name} | {e['mean_mase']:.4f} | {e['worst_ratio_to_best_member']:.3f} "
+                     f"({e['worst_series']}) | {k['mean_mase']:.4f} | "
+                     f"{k['worst_ratio_to_best_member']:.3f} ({k['worst_series']}) |")
+    test = t["test"]
+    lines += ["", f"Chosen: {t['chosen']}. On the test folds, the blend's MASE over its series' "
+              "best member, per series: " + ", ".join(
+                  f"{s} {a:.2f} (before {b:.2f})" for s, (b, a) in test["ratios"].items())
+              + ".", "", "`" + "`, `".join(t[n]["command"] for n in ("validation", "test"))
+              + f"` at {test['commit']} ({test['date']})."]
+    return lines
 
 
 def dvc_cost(root: Path) -> str:
