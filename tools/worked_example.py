@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from attn_forecast.config.schema import Params
+from attn_forecast.io import dotted
 
 # where the worked example differs from the defaults
 SOURCE = {"prepare.window": 10, "prepare.scaler": "none", "model.pooling": "last",
@@ -20,16 +21,10 @@ SOURCE = {"prepare.window": 10, "prepare.scaler": "none", "model.pooling": "last
 EXECUTION_KEYS = ("train.threads", "backtest.jobs")
 
 
-def leaves(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def leaves(values: dict[str, Any]) -> dict[str, Any]:
     """A params mapping as ``dotted.key -> value``, a nested section (``peers.nf_nhits``)
     down to its own keys (``peers.nf_nhits.max_steps``): each one a `-S` of its own."""
-    out = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            out.update(leaves(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
+    return dotted(values)
 
 
 def nested(settings: dict[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,18 @@ def rounded(obj, digits: int = METRIC_DIGITS):
     return obj
 
 
+def dotted(values: dict, prefix: str = "") -> dict:
+    """A nested mapping as ``dotted.key -> value``, down to the leaves (``{"train": {"lr":
+    1}}`` -> ``{"train.lr": 1}``; a section nested deeper, ``peers.nf_nhits``, to its own
+    keys, ``peers.nf_nhits.max_steps``)."""
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.update(dotted(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from ..errors import UserInputError
+from ..io import dotted
 
 MANIFEST = "serve.json"   # the export stage's manifest, beside the checkpoint
 FORMAT = 1                # the manifest layout this service reads (pipeline/export.py)
@@ -94,21 +95,10 @@ def ancestors_params(lock: dict, stage: str) -> dict:
         seen.add(name)
         for file, values in (stages[name].get("params") or {}).items():
             prefix = "" if file == "params.yaml" else f"{file}:"
-            params.update({prefix + k: v for k, v in _flat(values).items()})
+            params.update({prefix + k: v for k, v in dotted(values).items()})
         for d in stages[name].get("deps") or []:
             todo += upstream(d["path"])
     return dict(sorted(params.items()))
-
-
-def _flat(values: dict, prefix: str = "") -> dict:
-    """Nested params as dotted keys (``{"train": {"lr": 1}}`` -> ``{"train.lr": 1}``)."""
-    out = {}
-    for k, v in values.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 def _commit(repo: Path, rev: str | None) -> tuple[str | None, bool | None]:
