@@ -114,6 +114,7 @@ def long_frame(path: str, features: list[str]) -> pd.DataFrame:
         frame[FEATURE_PREFIX + name] = raw.features[:, j]
     return frame
 
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="attn-forecast forecast", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
