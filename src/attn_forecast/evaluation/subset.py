@@ -38,6 +38,29 @@ def check_medians(fs: ForecastSet, where: str) -> None:
                 f"{off.size:,} forecasts: every row's 0.5 quantile is its point forecast, so "
                 "that WQL and sMAPE score one forecast; rerun its stage")
 
+# the leaderboard's audit of a calibrated row: its 80 % interval's coverage on the scored
+# windows inside these bounds (a row outside them has a broken head or a broken calibration)
+COVERAGE_80 = (0.65, 0.95)
+
+
+def check_coverage(ev: Evaluation, where: str) -> None:
+    """The leaderboard's audit: every row whose intervals were calibrated (how "calibrated",
+    a fallback for some series included) covers between :data:`COVERAGE_80`'s bounds at 80 %
+    on ``where``'s scored windows; a row that does not is refused, naming it. A row with its
+    own quantiles (a peer's raw row) is shown as it is, not audited."""
+    lo, hi = COVERAGE_80
+    for name, m in ev.metrics.items():
+        if not isinstance(m, dict) or not str(m.get("intervals", "")).startswith("calibrated"):
+            continue
+        c = m.get("coverage_80")
+        if c is None or not lo <= c <= hi:
+            raise UserInputError(
+                f"{where}: {name}'s calibrated 80 % interval covers "
+                f"{'nothing scored' if c is None else f'{100 * c:.1f} %'} of the targets, "
+                f"outside the {100 * lo:.0f}-{100 * hi:.0f} % every calibrated row keeps; "
+                "rerun its stage")
+
+
 def evaluated(store: Store, sets: dict[str, ForecastSet], cut_store: Store, season: int,
               names: tuple = (), unit_name: str = UNIT, combos: ForecastSet | None = None
               ) -> Evaluation:

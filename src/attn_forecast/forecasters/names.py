@@ -34,9 +34,21 @@ COMBINATIONS = {"comb": ("arima", "ets", "ces", "dot"),
 # the ``peers`` extra): the neural peers a user would pick instead of the model
 PEERS = {"nf_nhits": "NHITS", "nf_nbeats": "NBEATS", "nf_lstm": "LSTM",
          "nf_patchtst": "PatchTST"}
+# a peer's second row on the competition leaderboard: its own quantiles, not calibrated
+RAW_ROW = "_raw"
+
+
+def raw_row(peer: str) -> str:
+    """The name of ``peer``'s raw row (nf_nhits -> nf_nhits_raw)."""
+    return peer + RAW_ROW
+
+
 # every baseline's name, in the order a list of them is fitted (params: evaluate.baselines)
 NAMES = ("naive", "seasonal_naive", "naive2", "mean", "ridge", *STAT_FORECASTERS,
          *COMBINATIONS, "zeroshot", *PEERS)
+# the competition leaderboard's rows after the model's: every baseline, each peer followed by
+# its raw row
+ROWS = tuple(m for n in NAMES for m in ((n, raw_row(n)) if n in PEERS else (n,)))
 # what the forecast command can refit on a whole series (a blend's members beside the model)
 FUTURE_MEMBERS = ("naive", "seasonal_naive", "naive2", "mean", *STAT_FORECASTERS)
 # what a name means where the name alone does not say (params.yaml's list of them says it)

@@ -15,9 +15,9 @@ from pathlib import Path
 from ..config.load import read_yaml
 from ..evaluation.leaderboard import horizons_of, leaderboard
 from ..evaluation.scoring import Evaluation
-from ..evaluation.subset import check_medians, combinations, evaluated
+from ..evaluation.subset import check_coverage, check_medians, combinations, evaluated
 from ..forecasters import saved
-from ..forecasters.names import NAMES, PEERS
+from ..forecasters.names import PEERS, ROWS, raw_row
 from ..io import rounded, write_json, write_text
 from ..report.leaderboard import markdown, test_runs
 from ..report.leaderboard import published as published_of
@@ -27,10 +27,11 @@ from ..setup.forecasting import check_data
 
 def rows(evaluations: dict[str, Evaluation], combinations) -> list[str]:
     """The leaderboard's rows: the model, its ``combinations`` across stages, then every
-    forecaster of the registry (forecasters/names.py: NAMES, in its order) scored anywhere."""
+    forecaster of the registry (forecasters/names.py: ROWS, NAMES in its order with each peer's
+    raw row after it) scored anywhere."""
     scored = {n for ev in evaluations.values() for n, m in ev.metrics.items()
               if isinstance(m, dict) and m}
-    return [n for n in ("model", *combinations, *NAMES) if n in scored]
+    return [n for n in ("model", *combinations, *ROWS) if n in scored]
 
 
 def peers_of(params: str | Path) -> list[str]:
@@ -60,7 +61,8 @@ def step(params: str, forecasts: str, metrics: str, table: str, published: str,
             saved.check_against(fs, store.ends("test"), store.horizon, str(folder / s / k)
                                 + ".npz")
             check_medians(fs, str(folder / s / k) + ".npz")
-        measured.update({n: sets[n].record["peer"]["library"] for n in peers})
+        measured.update({m: sets[n].record["peer"]["library"] for n in peers
+                         for m in (n, raw_row(n))})
         cut_store = field_store(cp, cprof)
         season = check_data(p, store)
         combos = combinations(combos_named, store, sets, cut_store, season)
@@ -68,6 +70,7 @@ def step(params: str, forecasts: str, metrics: str, table: str, published: str,
         ev = evaluated(store, sets, cut_store, season, combos=combos)
         for line in ev.warnings:
             print(f"{s}: {line}", file=sys.stderr)
+        check_coverage(ev, f"{s} ({folder / s})")
         evaluations[s] = ev
         # every scored forecast is committed: the combinations across stages, scored as stored
         saved.save(folder / s / "combinations.npz", combos, compact=True)

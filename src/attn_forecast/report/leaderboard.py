@@ -7,6 +7,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from ..evaluation.subset import COVERAGE_80
+from ..forecasters.names import RAW_ROW
+
 ALL = ["all (mean over all forecasts)", "all (mean over series)"]
 # WQL over all is no mean: each level's pinball loss summed over every forecast, over the
 # summed |y| (evaluation.leaderboard.pooled_intervals), as fev and Chronos pool a task
@@ -138,6 +141,7 @@ def _probabilistic(board: dict, subsets: list[str], names: list[str], head: list
     lines += ["", "MSIS (the M4 competition's: the 95 % interval's score over the in-sample "
               "seasonal naive error, per series, then the mean):", ""] + _head(head)
     lines += _rows(board, subsets, names, "msis", 2, every)
+    raws = [n for n in names if n.endswith(RAW_ROW)]
     cov_head = [f"{s} {p}" for s in subsets + (["all"] if every else []) for p in (80, 95)]
     lines += ["", "Coverage of the 80 % and 95 % intervals (the share of targets inside):",
               ""] + _head(cov_head)
@@ -149,11 +153,17 @@ def _probabilistic(board: dict, subsets: list[str], names: list[str], head: list
         if any(c is not None for c in cols):
             lines.append(f"| {_label(n, board)} | " + " | ".join(
                 "" if v is None else f"{100 * v:.1f}" for v in cols) + " |")
-    peers = [n for n in names if n in board.get("measured_with", {})]
+    peers = [n for n in names if n in board.get("measured_with", {}) and n not in raws]
     if peers:
-        lines += ["", f"{', '.join(peers)}: their own quantiles (NeuralForecast's multi-quantile "
-                  "loss), not calibrated on the calibration cut (that would train each twice); "
-                  "every other row's are calibrated there."]
+        lines += ["", f"{', '.join(peers)}: trained twice, on the holdout's training parts and "
+                  "on the calibration cut's, so their quantiles are calibrated on the cut as "
+                  "every row's are."]
+    if raws:
+        lines += ["", f"{', '.join(raws)}: the same networks' own quantiles (NeuralForecast's "
+                  "multi-quantile loss), not calibrated: shown beside, not audited."]
+    lines += ["", f"Every calibrated row's median is its point forecast, and its 80 % interval "
+              f"covers {100 * COVERAGE_80[0]:.0f}-{100 * COVERAGE_80[1]:.0f} % of the targets "
+              "on every subset (the leaderboard stage's audit)."]
     agg = board.get("fev_aggregate") or {}
     if agg:
         tasks = next(iter(agg.values()))["tasks"]

@@ -153,3 +153,22 @@ def test_the_audit_refuses_a_row_whose_median_is_not_its_point():
     with pytest.raises(UserInputError, match=r"field.npz: theta's median is not its point in "
                                              r"1 of 2 forecasts"):
         check_medians(fs, "field.npz")
+
+
+def test_the_audit_refuses_a_calibrated_row_outside_its_coverage_but_shows_a_raw_one():
+    from attn_forecast.errors import UserInputError
+    from attn_forecast.evaluation.subset import check_coverage
+    from attn_forecast.evaluation.scoring import Evaluation
+    metrics = {"theta": {"intervals": "calibrated", "coverage_80": 0.81},
+               "naive": {"intervals": "calibrated, fallback for some series",
+                         "coverage_80": 0.66},
+               "nf_patchtst_raw": {"intervals": "its own quantiles", "coverage_80": 0.135},
+               "n_series": 174}
+    ev = Evaluation(metrics, None, np.arange(1), np.zeros((1, 1)), {})
+    check_coverage(ev, "other")                       # inside the bounds; a raw row is shown
+    for cov, shown in ((0.64, "64.0 %"), (0.96, "96.0 %"), (None, "nothing scored")):
+        metrics["naive"]["coverage_80"] = cov
+        with pytest.raises(UserInputError, match=rf"other: naive's calibrated 80 % interval "
+                                                 rf"covers {shown} of the targets, outside "
+                                                 r"the 65-95 %"):
+            check_coverage(ev, "other")

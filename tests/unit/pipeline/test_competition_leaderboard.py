@@ -98,15 +98,17 @@ def test_the_targets_say_met_only_where_every_figure_is_below():
 
 def test_the_rows_are_the_model_then_every_scored_forecaster_of_the_registry(monkeypatch):
     """The leaderboard's rows come from the registry: the model and its combinations across
-    stages first, then each scored forecaster in forecasters/names.py's order (a forecaster
-    added there gets its row with no edit of the leaderboard)."""
+    stages first, then each scored forecaster in forecasters/names.py's order, a peer's raw row
+    after it (a forecaster added there gets its row with no edit of the leaderboard)."""
     from attn_forecast.pipeline import competition_leaderboard
     ev = _evaluation(6, 3, 10.0, 11.0, seed=1)
     ev.metrics["model+comb"] = ev.metrics["zeroshot"] = {"smape_mean": 1.0}
     ev.metrics["comb"] = {}                                # not scored: no row
     assert rows({"yearly": ev}, ["model+comb"]) == ["model", "model+comb", "naive2", "theta",
                                                     "zeroshot"]
-    monkeypatch.setattr(competition_leaderboard, "NAMES",
-                        (*competition_leaderboard.NAMES, "holt"))
+    ev.metrics["nf_nhits"] = ev.metrics["nf_nhits_raw"] = {"smape_mean": 3.0}
+    assert rows({"yearly": ev}, ["model+comb"])[-2:] == ["nf_nhits", "nf_nhits_raw"]
+    monkeypatch.setattr(competition_leaderboard, "ROWS",
+                        (*competition_leaderboard.ROWS, "holt"))
     ev.metrics["holt"] = {"smape_mean": 2.0}
     assert rows({"yearly": ev}, ["model+comb"])[-1] == "holt"

@@ -306,14 +306,19 @@ def test_the_leaderboard_says_how_often_the_test_parts_were_scored(tmp_path):
                                                     published(FOLDER), test_runs=n)
 
 
-def test_a_peer_librarys_row_names_the_library_and_says_its_quantiles_are_its_own():
+def test_a_peer_librarys_rows_name_the_library_and_say_which_quantiles_are_its_own():
     board = _board()
     for s in SUBSETS:
         board[s]["nf_nhits"] = _row(16.0, 1.0, 0.11, 9.0, 0.8, 0.95)
-    board["measured_with"] = {"nf_nhits": "NeuralForecast 3.0.0"}
-    text = markdown(board, SUBSETS, NAMES + ["nf_nhits"], "x", "test", published(FOLDER))
-    rows = [line for line in text.splitlines() if line.startswith("| nf_nhits")]
-    assert rows and all(r.startswith("| nf_nhits (measured here with NeuralForecast 3.0.0) |")
-                        for r in rows), rows
+        board[s]["nf_nhits_raw"] = _row(16.0, 1.0, 0.12, 9.5, 0.7, 0.9)
+    board["measured_with"] = {n: "NeuralForecast 3.0.0" for n in ("nf_nhits", "nf_nhits_raw")}
+    text = markdown(board, SUBSETS, NAMES + ["nf_nhits", "nf_nhits_raw"], "x", "test",
+                    published(FOLDER))
+    for name in ("nf_nhits", "nf_nhits_raw"):
+        rows = [line for line in text.splitlines() if line.startswith(f"| {name} ")]
+        assert rows and all(r.startswith(f"| {name} (measured here with NeuralForecast 3.0.0) |")
+                            for r in rows), rows
     assert "nf_nhits (this project)" not in text
-    assert "nf_nhits: their own quantiles" in text
+    assert "nf_nhits: trained twice" in text
+    assert "nf_nhits_raw: the same networks' own quantiles" in text
+    assert "covers 65-95 % of the targets" in text
