@@ -1,8 +1,8 @@
 """Stage peers@<subset>-<peer> of the competition pipeline (competitions/dvc.yaml): one
 NeuralForecast network (NHITS, NBEATS, LSTM or PatchTST: the ``peers`` extra) trained as one
 global model on one subset's training parts, with the settings of the competition file's
-``peers`` section, forecasting every series' test part (or validation cut) with its own
-quantiles.
+``peers`` section, forecasting every series' test part (or validation cut); trained again on
+the calibration cut, where its quantiles are calibrated, its own quantiles kept beside.
 
 out: its forecasts as the leaderboard scores them (a compact ForecastSet npz, committed).
 """

@@ -130,7 +130,7 @@ def test_pipeline_holds_only_the_stages_steps():
 
 
 # where a stage's step lives when it is not pipeline/<stage>.py: the search's trial
-STEP_HOMES = {"competition_trial": "search.trial"}
+STEP_HOMES = {"competition_trial": "search.trial", "competition_peer_search": "search.peers"}
 
 
 @pytest.mark.parametrize("script", sorted(p.stem for p in (ROOT / "stages").glob("*.py")))

@@ -101,7 +101,7 @@ def check_competition_file(path: Path, c, competition: str | None = None) -> Non
         raise ParamsError(f"{path}: holdout must be test or validation, got "
                           f"{c.get('holdout')!r}")
     # the sections of the competition it runs (M1 and Tourism read M3's settings)
-    allowed = ("competition", "holdout", "peers", "all", *SUBSETS[name])
+    allowed = ("competition", "holdout", "peers", "peer_search", "all", *SUBSETS[name])
     for key, section in c.items():
         if key not in allowed:
             raise ParamsError(f"{path}: unknown key {key!r}; allowed: {', '.join(allowed)}")
@@ -109,6 +109,9 @@ def check_competition_file(path: Path, c, competition: str | None = None) -> Non
             continue
         if key == "peers":
             check_peers(path, section, SUBSETS[name])
+            continue
+        if key == "peer_search":
+            check_peer_search(path, section)
             continue
         wrong = [k for k in section] if not isinstance(section, dict) else \
             [k for k in section if k not in SECTIONS]
@@ -123,6 +126,9 @@ def check_competition_file(path: Path, c, competition: str | None = None) -> Non
                 text = re.sub(r"^params\.yaml: ", f"{path}: ", str(err))
                 raise ParamsError(re.sub(rf"\b{sec}\b", f"{key}.{sec}", text, count=1)) \
                     from None
+
+
+PEER_REQUIRED = ("max_steps", "seed")   # a competition file's peers.<peer>: given in full
 
 
 def check_peers(path: Path, peers: Any, subsets: tuple = SUBSETS["m3"]) -> None:
@@ -147,17 +153,28 @@ def check_peers(path: Path, peers: Any, subsets: tuple = SUBSETS["m3"]) -> None:
     missing = [n for n in PEERS if n not in peers]
     if missing:
         raise ParamsError(f"{path}: peers must give every peer's "
-                          f"{' and '.join(PeerParams.model_fields)}; missing: "
+                          f"{' and '.join(PEER_REQUIRED)}; missing: "
                           f"{', '.join(missing)}")
     for name in PEERS:
         keys = peers[name]
-        if not isinstance(keys, dict) or set(keys) != set(PeerParams.model_fields):
+        if not isinstance(keys, dict) or set(keys) - {"network"} != set(PEER_REQUIRED):
             raise ParamsError(f"{path}: peers.{name} must give exactly "
-                              f"{', '.join(PeerParams.model_fields)}, got {keys!r}")
+                              f"{', '.join(PEER_REQUIRED)} (and network, if a search chose it),"
+                              f" got {keys!r}")
         try:                              # params.yaml's schema and wording, of this file
             Params.model_validate({"peers": {name: keys}})
         except ValidationError as err:
             raise ParamsError(re.sub(r"^params\.yaml: ", f"{path}: ", one_line(err))) from None
+
+
+def check_peer_search(path: Path, raw: Any) -> None:
+    """A competition file's ``peer_search`` (stages peer_search@<subset>-<peer>): ``trials``,
+    the study's finished trials, and ``seed``, its sampler's."""
+    if not isinstance(raw, dict) or set(raw) != {"trials", "seed"} or any(
+            isinstance(v, bool) or not isinstance(v, int) or v < (1 if k == "trials" else 0)
+            for k, v in raw.items()):
+        raise ParamsError(f"{path}: peer_search must give trials (a whole number >= 1) and "
+                          f"seed (a whole number >= 0), got {raw!r}")
 
 
 def competition_peers(peers: dict) -> dict:

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field,
-                      PlainValidator, Strict, create_model, model_validator)
+                      PlainValidator, Strict, create_model, field_validator, model_validator)
 from pydantic_core import PydanticCustomError
 
 from ..engine import ENGINES, LOCAL
-from ..forecasters.names import FEW_WINDOWS, FUTURE_MEMBERS, NAMES, PEERS, WQL_LEVELS
+from ..forecasters.names import (FEW_WINDOWS, FUTURE_MEMBERS, NAMES, PEER_NETWORK, PEERS,
+                                 WQL_LEVELS)
 from ..model.kinds import KINDS
 from ..model.settings import ModelSettings
 from ..training.settings import TrainSettings
@@ -213,6 +214,18 @@ class PeerParams(Section):
     same in params.yaml's ``peers`` and in the competition file's."""
     max_steps: Int = Field(1000, ge=1)   # optimizer steps
     seed: Int = Field(1, ge=0)
+    # the network's own settings over NeuralForecast's defaults (a search's choice:
+    # competitions/params.yaml's peer_search); {} = its defaults
+    network: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("network")
+    @classmethod
+    def _network_keys(cls, v: dict) -> dict:
+        wrong = [k for k in v if k not in PEER_NETWORK]
+        if wrong:
+            raise PydanticCustomError("peer_network", "unknown key '{key}'; allowed: {allowed}",
+                                      {"key": wrong[0], "allowed": ", ".join(PEER_NETWORK)})
+        return v
 
 
 # every NeuralForecast peer (forecasters/names.py: PEERS) by name, where evaluate.baselines

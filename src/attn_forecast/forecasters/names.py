@@ -34,6 +34,11 @@ COMBINATIONS = {"comb": ("arima", "ets", "ces", "dot"),
 # the ``peers`` extra): the neural peers a user would pick instead of the model
 PEERS = {"nf_nhits": "NHITS", "nf_nbeats": "NBEATS", "nf_lstm": "LSTM",
          "nf_patchtst": "PatchTST"}
+# a peer's settings a search chooses beside its steps and seed (peers.<peer>.network): the
+# keys of NeuralForecast's Auto search space (AutoNHITS, AutoNBEATS) other than the input size,
+# which is each subset's for every peer (peers.input_size)
+PEER_NETWORK = ("learning_rate", "scaler_type", "batch_size", "windows_batch_size",
+                "step_size", "n_pool_kernel_size", "n_freq_downsample")
 # a peer's second row on the competition leaderboard: its own quantiles, not calibrated
 RAW_ROW = "_raw"
 

@@ -3,7 +3,8 @@
 documentation trains them for a competition: its defaults, except what is stated here.
 
 Stated: the input size (the model's window: the same windows), the step budget (optimizer
-steps), the seed, window-level robust scaling (``scaler_type="robust"``, the LSTM's default;
+steps), the seed, the network's own settings a search chose (peers.<peer>.network), else
+window-level robust scaling (``scaler_type="robust"``, the LSTM's default;
 NHITS, NBEATS and PatchTST default to none, and M3's levels run from tens to tens of
 thousands), short series padded at the start (``start_padding_enabled``: as the model pads a
 window), and the loss, NeuralForecast's multi-quantile loss (``MQLoss``) at the run's levels, so
@@ -81,15 +82,17 @@ class Peer:
     past_only = False
 
     def __init__(self, name: str, input_size: int, max_steps: int, seed: int,
-                 levels: tuple = ()) -> None:
+                 levels: tuple = (), network: dict | None = None) -> None:
         self.name, self.input_size, self.max_steps, self.seed = name, input_size, max_steps, seed
         self.levels = tuple(sorted({0.5, *(float(t) for t in levels)}))
+        # the network's own settings (names.PEER_NETWORK: a search's choice) over the stated
+        self.network = {"scaler_type": "robust", **(network or {})}
         self.nf, self.seconds = None, 0.0
 
     def settings(self) -> dict:
         """What it was built with, as a record keeps it."""
         return {"network": PEERS[self.name], "input_size": self.input_size,
-                "max_steps": self.max_steps, "seed": self.seed, "scaler_type": "robust",
+                "max_steps": self.max_steps, "seed": self.seed, **self.network,
                 "start_padding_enabled": True, "loss": f"MQLoss({list(self.levels)})",
                 "library": version()}
 
@@ -98,9 +101,9 @@ class Peer:
         from neuralforecast.losses.pytorch import MQLoss
         return getattr(models, PEERS[self.name])(
             h=h, input_size=self.input_size, max_steps=self.max_steps, random_seed=self.seed,
-            scaler_type="robust", start_padding_enabled=True,
-            loss=MQLoss(quantiles=list(self.levels)), enable_progress_bar=False,
-            enable_model_summary=False, logger=False, enable_checkpointing=False)
+            start_padding_enabled=True, loss=MQLoss(quantiles=list(self.levels)),
+            enable_progress_bar=False, enable_model_summary=False, logger=False,
+            enable_checkpointing=False, **self.network)
 
     def fit(self, store) -> list[str]:
         import pandas as pd
