@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attn_forecast.forecasters.names import PEERS
+import yaml
+
+from attn_forecast.forecasters.names import PEERS, RAW_ROW, raw_row
 
 
 def long_lag(root: Path) -> str:
@@ -101,7 +103,7 @@ def architectures_m3(root: Path) -> str:
             + "\n".join(steps) + f"\n\n{commands}\n")
 
 
-PEER_ROWS = ("model", *PEERS, "theta", "comb")
+PEER_ROWS = ("model", *(m for n in PEERS for m in (n, raw_row(n))), "theta", "comb")
 
 
 def m3_peers(root: Path) -> str:
@@ -130,7 +132,7 @@ def m3_peers(root: Path) -> str:
         f"step {a}" if a == b else f"steps {a}-{b}" for a, b in BUCKETS) + " |",
         "|---|---|" + "---:|" * len(BUCKETS)]
     for s in subsets:
-        for n in names:
+        for n in (n for n in names if not n.endswith(RAW_ROW)):   # a raw row: the same points
             got = board[s][n].get("smape_by_step") or []
             steps.append(f"| {s} | {label(n)} | " + " | ".join(
                 num(sum(got[a - 1:b]) / len(got[a - 1:b]), 2) if len(got) >= a else ""
@@ -145,8 +147,18 @@ def m3_peers(root: Path) -> str:
                  f"{got['probe']} as the probe (validation sMAPE: {tried}): "
                  + ", ".join(f"{s} {n}" for s, n in got["chosen"].items())
                  + f". `{got['command']}` ({got['date']}, {got['commit']})")
+    for found in sorted((root / "competitions" / "search").glob("*.yaml")):
+        got = yaml.safe_load(found.read_text())
+        net = ", ".join(f"{k} {v}" for k, v in got["settings"]["network"].items())
+        chose += (f"\n\n{got['peer']}: NeuralForecast's Auto search on {got['subset']}'s "
+                  f"validation cuts chose trial {got['trial']} (validation sMAPE "
+                  f"{got['smape_validation']:.2f}, input {got['input_size']}): "
+                  f"{got['settings']['max_steps']} steps, seed {got['settings']['seed']}, "
+                  f"{net} (competitions/search/{found.stem}.csv: every trial)")
     return ("sMAPE / MASE / WQL on the test parts (the committed leaderboard: "
             "`cd competitions && dvc repro`; MASE the mean over series, WQL pooled; \"all\" "
-            "over every forecast):\n\n" + "\n".join(lines) + "\n\nsMAPE by steps ahead (the "
-            "mean over the steps named, each the mean over series):\n\n" + "\n".join(steps)
+            "over every forecast; a peer's row calibrated on the calibration cut as every "
+            "row, its _raw row its own quantiles):\n\n" + "\n".join(lines)
+            + "\n\nsMAPE by steps ahead (the mean over the steps named, each the mean over "
+            "series):\n\n" + "\n".join(steps)
             + chose + "\n")

@@ -59,7 +59,7 @@ def test_the_committed_competition_pipeline_is_up_to_date(clone):
 
 @pytest.mark.parametrize("old, new, stage", [
     ("lr: 0.001", "lr: 0.002", "model@{}"),                  # a model setting: never the field
-    ("nf_nbeats: {max_steps: 1000", "nf_nbeats: {max_steps: 999", "peers@{}-nf_nbeats"),
+    ("nf_lstm: {max_steps: 1000", "nf_lstm: {max_steps: 999", "peers@{}-nf_lstm"),
 ], ids=["model", "peer"])
 def test_one_forecasters_setting_reruns_its_four_stages_and_the_leaderboard_only(
         clone, old, new, stage):
@@ -70,6 +70,21 @@ def test_one_forecasters_setting_reruns_its_four_stages_and_the_leaderboard_only
         changed = _changed(clone, "competitions/dvc.yaml")
         mine = {stage.format(s) for s in ("yearly", "quarterly", "monthly", "other")}
         assert set(changed) == mine | {"leaderboard"}, changed
+    finally:
+        _restore(clone)
+
+
+def test_a_search_setting_reruns_the_peers_searches_only(clone):
+    """peer_search (its trials) reruns the two searches, never a peer's stage nor the
+    leaderboard: what a search chose reaches them only through peers.<peer>, by hand."""
+    try:
+        text = (clone.path / "competitions/params.yaml").read_text()
+        assert "  trials: 20" in text
+        (clone.path / "competitions/params.yaml").write_text(
+            text.replace("  trials: 20", "  trials: 21", 1))
+        changed = _changed(clone, "competitions/dvc.yaml")
+        assert set(changed) == {"peer_search@monthly-nf_nhits",
+                                "peer_search@monthly-nf_nbeats"}, changed
     finally:
         _restore(clone)
 
