@@ -100,7 +100,9 @@ def test_an_edit_of_evaluation_or_report_never_refits_a_baseline(clone):
                 for s, deps in _changed(clone, "dvc.yaml").items()}
         assert not main.get("baselines") and not main.get("train"), main
         assert main.get("evaluate") and main.get("render"), main
-        assert set(_changed(clone, "competitions/dvc.yaml")) == {"leaderboard"}
+        # (the searches score by sMAPE too: rerun, each finds its study done and trains none)
+        assert set(_changed(clone, "competitions/dvc.yaml")) - {
+            "peer_search@monthly-nf_nhits", "peer_search@monthly-nf_nbeats"} == {"leaderboard"}
     finally:
         _restore(clone)
 
