@@ -18,6 +18,7 @@ import csv
 import time
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from ..config.load import check_peer_search, competition_peers, read_yaml
@@ -125,10 +126,10 @@ def write_log(study, path: str) -> None:
     keys = sorted({k for t in trials for k in t.params})
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["number", "state", "smape", "seconds", *keys])
+        w.writerow(["number", "state", "smape", "seconds", "fallback_windows", *keys])
         for t in trials:
             w.writerow([t.number, t.state.name, "" if t.value is None else f"{t.value:.6f}",
-                        t.user_attrs.get("seconds", ""),
+                        t.user_attrs.get("seconds", ""), t.user_attrs.get("fallback_windows", ""),
                         *[t.params.get(k, "") for k in keys]])
 
 
@@ -170,12 +171,18 @@ def step(params: str, subset: str, peer: str, journal: str, log: str, best: str)
     def objective(trial) -> float:
         s = settings_of(sample(trial))
         f = Peer(peer, input_size, s["max_steps"], s["seed"], levels, network=s["network"])
-        fs = run(store, [f], ("test",), levels, season=season)
+        fc = run(store, [f], ("test",), levels, season=season).forecasts[peer]["test"]
         trial.set_user_attr("settings", s)
         trial.set_user_attr("seconds", round(f.seconds, 1))
-        value = smape(store.targets(ends), fs.forecasts[peer]["test"].point)
+        # a window the network could not forecast is Naive2's (forecasters/run.py), counted
+        fallback = 0 if fc.failed is None else int(np.count_nonzero(fc.failed))
+        trial.set_user_attr("fallback_windows", fallback)
+        value = smape(store.targets(ends), fc.point)
+        if not np.isfinite(value):
+            raise UserInputError(f"its validation sMAPE is {value}")
         print(f"peer_search@{subset}-{peer}: trial {trial.number}: sMAPE {value:.3f} on the "
-              f"validation cut in {f.seconds:.0f} s", flush=True)
+              f"validation cut in {f.seconds:.0f} s"
+              + (f" ({fallback} windows Naive2's)" if fallback else ""), flush=True)
         return value
 
     def complete() -> int:
