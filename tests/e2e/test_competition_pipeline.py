@@ -75,7 +75,7 @@ def test_one_forecasters_setting_reruns_its_four_stages_and_the_leaderboard_only
 
 
 def test_a_search_setting_reruns_the_peers_searches_only(clone):
-    """peer_search (its trials) reruns the two searches, never a peer's stage nor the
+    """peer_search (its trials) reruns the searches, never a peer's stage nor the
     leaderboard: what a search chose reaches them only through peers.<peer>, by hand."""
     try:
         text = (clone.path / "competitions/params.yaml").read_text()
@@ -83,8 +83,7 @@ def test_a_search_setting_reruns_the_peers_searches_only(clone):
         (clone.path / "competitions/params.yaml").write_text(
             text.replace("  trials: 20", "  trials: 21", 1))
         changed = _changed(clone, "competitions/dvc.yaml")
-        assert set(changed) == {"peer_search@monthly-nf_nhits",
-                                "peer_search@monthly-nf_nbeats"}, changed
+        assert set(changed) == {"peer_search@monthly-nf_nbeats"}, changed
     finally:
         _restore(clone)
 
@@ -102,7 +101,7 @@ def test_an_edit_of_evaluation_or_report_never_refits_a_baseline(clone):
         assert main.get("evaluate") and main.get("render"), main
         # (the searches score by sMAPE too: rerun, each finds its study done and trains none)
         assert set(_changed(clone, "competitions/dvc.yaml")) - {
-            "peer_search@monthly-nf_nhits", "peer_search@monthly-nf_nbeats"} == {"leaderboard"}
+            "peer_search@monthly-nf_nbeats"} == {"leaderboard"}
     finally:
         _restore(clone)
 
