@@ -2,6 +2,7 @@
 block of tools/docs.py): bench/long_lag.py's rows (bench/results/long_lag.json)."""
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -155,6 +156,14 @@ def m3_peers(root: Path) -> str:
                   f"{got['smape_validation']:.2f}, input {got['input_size']}): "
                   f"{got['settings']['max_steps']} steps, seed {got['settings']['seed']}, "
                   f"{net} (competitions/search/{found.stem}.csv: every trial)")
+    for log in sorted((root / "competitions" / "search").glob("*.csv")):
+        if log.with_suffix(".yaml").is_file():
+            continue
+        done = [r for r in csv.DictReader(log.open()) if r["state"] == "COMPLETE"]
+        chose += (f"\n\n{log.stem.split('-', 1)[1]}: its search stopped at {len(done)} "
+                  f"finished trials (competitions/search/{log.stem}.csv; best validation "
+                  f"sMAPE so far {min(float(r['smape']) for r in done):.2f}), not yet a stage: "
+                  "it runs at NeuralForecast's defaults but the stated few")
     return ("sMAPE / MASE / WQL on the test parts (the committed leaderboard: "
             "`cd competitions && dvc repro`; MASE the mean over series, WQL pooled; \"all\" "
             "over every forecast; a peer's row calibrated on the calibration cut as every "
