@@ -17,6 +17,7 @@ from attn_forecast.forecasters.saved import load
 from conftest import ROOT
 
 M3 = ROOT / "competitions" / "m3"
+PARAMS = ROOT / "competitions" / "params.yaml"
 BOARD = json.loads((M3 / "leaderboard.json").read_text())
 SUBSETS = ("yearly", "quarterly", "monthly", "other")
 NINE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)

@@ -146,10 +146,15 @@ def check_peers(path: Path, peers: Any, subsets: tuple = SUBSETS["m3"]) -> None:
             isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in sizes.values()):
         raise ParamsError(f"{path}: peers.input_size must map every subset ({', '.join(subsets)})"
                           f" to a whole number >= 1, got {sizes!r}")
-    unknown = [n for n in peers if n != "input_size" and n not in PEERS]
+    unknown = [n for n in peers if n not in ("input_size", "unfit") and n not in PEERS]
     if unknown:
         raise ParamsError(f"{path}: peers: unknown peer {unknown[0]!r}; allowed: input_size, "
-                          f"{', '.join(PEERS)}")
+                          f"unfit, {', '.join(PEERS)}")
+    unfit = peers.get("unfit", {})
+    if not isinstance(unfit, dict) or any(n not in PEERS or not isinstance(why, str) or
+                                          not why.strip() for n, why in unfit.items()):
+        raise ParamsError(f"{path}: peers.unfit must map peers ({', '.join(PEERS)}) to the "
+                          f"measured reason each has no stage, got {unfit!r}")
     missing = [n for n in PEERS if n not in peers]
     if missing:
         raise ParamsError(f"{path}: peers must give every peer's "
@@ -178,10 +183,11 @@ def check_peer_search(path: Path, raw: Any) -> None:
 
 
 def competition_peers(peers: dict) -> dict:
-    """A checked competition file's ``peers``: each peer's settings (schema.py: PeerParams)
-    and ``input_size``, each subset's."""
-    return {"input_size": dict(peers["input_size"]),
-            **{n: PeerParams.model_validate(v) for n, v in peers.items() if n != "input_size"}}
+    """A checked competition file's ``peers``: each peer's settings (schema.py: PeerParams),
+    ``input_size``, each subset's, and ``unfit``, the peers with no stage and the reason."""
+    return {"input_size": dict(peers["input_size"]), "unfit": dict(peers.get("unfit") or {}),
+            **{n: PeerParams.model_validate(v) for n, v in peers.items()
+               if n not in ("input_size", "unfit")}}
 
 
 def valid(section: str, keys: Any) -> None:

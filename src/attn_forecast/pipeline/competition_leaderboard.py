@@ -36,8 +36,10 @@ def rows(evaluations: dict[str, Evaluation], combinations) -> list[str]:
 
 def peers_of(params: str | Path) -> list[str]:
     """The NeuralForecast peers the competition file's ``peers`` section names (its
-    ``input_size`` is no peer), each a stage's forecasts the leaderboard scores."""
-    return [n for n in (read_yaml(params).get("peers") or {}) if n in PEERS]
+    ``input_size`` is no peer), each a stage's forecasts the leaderboard scores, but those it
+    marks ``unfit``."""
+    peers = read_yaml(params).get("peers") or {}
+    return [n for n in peers if n in PEERS and n not in (peers.get("unfit") or {})]
 
 
 def step(params: str, forecasts: str, metrics: str, table: str, published: str,
@@ -78,6 +80,9 @@ def step(params: str, forecasts: str, metrics: str, table: str, published: str,
     board = leaderboard(evaluations, horizons_of(evaluations), names)
     if measured:    # whose run each peer's row is: the library and version that trained it
         board["measured_with"] = measured
+    unfit = (read_yaml(params).get("peers") or {}).get("unfit") or {}
+    if unfit:       # a peer with no row says why
+        board["unfit"] = {n: " ".join(str(why).split()) for n, why in unfit.items()}
     write_json(metrics, rounded(board))
     command = "cd competitions && dvc repro" + (
         " (with params.yaml holdout: validation)" if holdout != "test" else "")

@@ -161,6 +161,8 @@ def _probabilistic(board: dict, subsets: list[str], names: list[str], head: list
     if raws:
         lines += ["", f"{', '.join(raws)}: the same networks' own quantiles (NeuralForecast's "
                   "multi-quantile loss), not calibrated: shown beside, not audited."]
+    for n, why in (board.get("unfit") or {}).items():
+        lines += ["", f"{n}: marked unfit for these series, no stage and no row: {why}."]
     lines += ["", f"Every calibrated row's median is its point forecast, and its 80 % interval "
               f"covers {100 * COVERAGE_80[0]:.0f}-{100 * COVERAGE_80[1]:.0f} % of the targets "
               "on every subset (the leaderboard stage's audit)."]
