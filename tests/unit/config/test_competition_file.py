@@ -116,8 +116,22 @@ def test_the_peers_are_one_schema_in_params_yaml_and_the_competition_file(bad):
 def test_the_competition_files_peers_read_as_params_yaml_reads_its_own():
     from attn_forecast.config.load import competition_peers, parse_params
     peers = competition_peers(committed()["peers"])
-    own = parse_params({"peers": {n: s.model_dump() for n, s in peers.items()
-                                  if n != "input_size"}}).peers
-    assert {n: getattr(own, n) for n in peers if n != "input_size"} == \
-        {n: s for n, s in peers.items() if n != "input_size"}
+    nets = {n: s for n, s in peers.items() if n not in ("input_size", "unfit")}
+    own = parse_params({"peers": {n: s.model_dump() for n, s in nets.items()}}).peers
+    assert {n: getattr(own, n) for n in nets} == nets
     assert peers["input_size"] == committed()["peers"]["input_size"]
+    assert peers["unfit"] == committed()["peers"].get("unfit", {})
+
+
+def test_a_peer_marked_unfit_needs_a_reason_and_has_no_row(tmp_path):
+    from attn_forecast.pipeline.competition_leaderboard import peers_of
+    c = committed()
+    for bad in ({"nf_lstm": ""}, {"lstm": "why"}, ["nf_lstm"]):
+        c["peers"]["unfit"] = bad
+        with pytest.raises(ParamsError, match=r"peers.unfit must map peers"):
+            check_competition_file(FILE, c)
+    c["peers"]["unfit"] = {"nf_patchtst": "measured: its intervals fail the audit"}
+    check_competition_file(FILE, c)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(c))
+    assert "nf_patchtst" not in peers_of(path) and "nf_nhits" in peers_of(path)
