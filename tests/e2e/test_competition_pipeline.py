@@ -59,7 +59,8 @@ def test_the_committed_competition_pipeline_is_up_to_date(clone):
 
 @pytest.mark.parametrize("old, new, stage", [
     ("lr: 0.001", "lr: 0.002", "model@{}"),                  # a model setting: never the field
-    ("nf_lstm: {max_steps: 1000", "nf_lstm: {max_steps: 999", "peers@{}-nf_lstm"),
+    ("nf_patchtst: {max_steps: 1000", "nf_patchtst: {max_steps: 999",
+     "peers@{}-nf_patchtst"),
 ], ids=["model", "peer"])
 def test_one_forecasters_setting_reruns_its_four_stages_and_the_leaderboard_only(
         clone, old, new, stage):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from attn_forecast.forecasters.names import PEERS, RAW_ROW
+from attn_forecast.pipeline.competition_leaderboard import peers_of
 from attn_forecast.forecasters.saved import load
 from conftest import ROOT
 
@@ -34,7 +35,7 @@ def _forecasts(subset: str) -> dict:
     """Every scored forecaster's (point, quantiles) of the subset's test windows, and the
     levels: from the committed files only."""
     out, levels = {}, None
-    for name in ("model", "field", "zeroshot", "combinations", *PEERS):
+    for name in ("model", "field", "zeroshot", "combinations", *peers_of(PARAMS)):
         fs = load(M3 / subset / f"{name}.npz")
         levels = fs.levels
         for n, parts in fs.forecasts.items():
