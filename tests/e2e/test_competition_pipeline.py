@@ -76,15 +76,16 @@ def test_one_forecasters_setting_reruns_its_four_stages_and_the_leaderboard_only
 
 
 def test_a_search_setting_reruns_the_peers_searches_only(clone):
-    """peer_search (its trials) reruns the searches, never a peer's stage nor the
-    leaderboard: what a search chose reaches them only through peers.<peer>, by hand."""
+    """peer_search (its trials) reruns the searches, never a peer's stage: what a search
+    chose reaches them only through peers.<peer>, by hand."""
     try:
         text = (clone.path / "competitions/params.yaml").read_text()
         assert "  trials: 20" in text
         (clone.path / "competitions/params.yaml").write_text(
             text.replace("  trials: 20", "  trials: 21", 1))
         changed = _changed(clone, "competitions/dvc.yaml")
-        assert set(changed) == {"peer_search@monthly-nf_nbeats"}, changed
+        # (the leaderboard reads the whole file: its notes name what each stage ran)
+        assert set(changed) == {"peer_search@monthly-nf_nbeats", "leaderboard"}, changed
     finally:
         _restore(clone)
 
@@ -147,7 +148,8 @@ def test_a_misspelt_section_added_by_an_experiment_is_refused_not_ignored(clone)
                          "params.yaml:+montly={train: {ensemble: 1}}"],
                         timeout=600, cwd=clone.path / "competitions")
         assert res.returncode != 0, res.stdout[-2000:]
-        assert "unknown key 'montly'; allowed: competition, holdout, peers, all, yearly" in \
+        assert ("unknown key 'montly'; allowed: competition, holdout, peers, peer_search, "
+                "all, yearly") in \
             res.stdout + res.stderr, (res.stdout + res.stderr)[-3000:]
         assert "Traceback" not in res.stdout + res.stderr
     finally:
