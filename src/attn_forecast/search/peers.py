@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 
 from ..config.load import check_peer_search, competition_peers, read_yaml
-from ..errors import UserInputError
+from ..errors import Interrupted, UserInputError
 from ..evaluation.metrics import smape
 from ..forecasters.names import PEER_NETWORK, PEERS
 from ..forecasters.peers import Peer, library
@@ -112,9 +112,11 @@ def _study(journal: str, name: str, setup: dict, seed: int):
                 storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
             done = len(study.get_trials(deepcopy=False))
         sampler = optuna.samplers.TPESampler(seed=seed + done)   # no draw repeated on resume
-        study = optuna.create_study(study_name=name, storage=storage, sampler=sampler,
-                                    direction="minimize", load_if_exists=True)
-        if not exists:
+        if exists:        # (loaded again with its sampler: nothing written to the journal)
+            study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+        else:
+            study = optuna.create_study(study_name=name, storage=storage, sampler=sampler,
+                                        direction="minimize")
             study.set_user_attr(SETUP, setup)
     return study
 
@@ -153,7 +155,6 @@ def step(params: str, subset: str, peer: str, journal: str, log: str, best: str)
         raise UserInputError(f"peer_search: {peer!r} has no Auto search here; allowed: "
                              f"{', '.join(SEARCHED)}")
     library()
-    import optuna
     from optuna.trial import TrialState
     t0 = time.perf_counter()
     cfg = search_of(params)
@@ -197,8 +198,9 @@ def step(params: str, subset: str, peer: str, journal: str, log: str, best: str)
             failed = 0
         except (KeyboardInterrupt, SystemExit):
             study.tell(t, state=TrialState.FAIL)
-            write_log(study, log)
-            raise
+            raise Interrupted(f"interrupted at trial {t.number} (the study's {complete()} "
+                              f"finished trials are in {journal}, where a rerun resumes; its "
+                              "log and choice are written when it ends)") from None
         except Exception as err:  # noqa: BLE001  (a configuration the network refuses)
             study.tell(t, state=TrialState.FAIL)
             print(f"peer_search@{subset}-{peer}: trial {t.number} failed: "
@@ -211,7 +213,7 @@ def step(params: str, subset: str, peer: str, journal: str, log: str, best: str)
     write_log(study, log)
     out = write_best(study, peer, subset, setup, best)
     print(f"peer_search@{subset}-{peer}: {complete()} trials (NeuralForecast's Auto"
-          f"{PEERS[peer]} space, {optuna.__name__} TPE, seed {cfg['seed']}); best trial "
+          f"{PEERS[peer]} space, Optuna's TPE, seed {cfg['seed']}); best trial "
           f"{out['trial']}, sMAPE {out['smape_validation']:.3f} on the validation cut; "
           f"{time.perf_counter() - t0:.0f} s -> {best}")
     return out

@@ -87,3 +87,25 @@ def test_a_wrong_search_setting_is_one_line_naming_the_file(tmp_path):
     with pytest.raises(UserInputError, match="'nf_lstm' has no Auto search here"):
         step(_params(tmp_path, 2), "other", "nf_lstm", **out)
     assert not any((tmp_path / f"s.{k}").exists() for k in ("journal", "log", "best"))
+
+
+def test_ctrl_c_keeps_the_finished_trials_for_a_rerun_and_writes_nothing_else(tmp_path, tiny,
+                                                                               monkeypatch):
+    from attn_forecast.errors import Interrupted
+    out = {k: str(tmp_path / f"s.{k}") for k in ("journal", "log", "best")}
+    tiny.step(_params(tmp_path, 1), "other", "nf_nhits", **out)
+    (tmp_path / "s.log").unlink()
+    (tmp_path / "s.best").unlink()
+
+    def stop(self, store):
+        raise KeyboardInterrupt
+    fit = tiny.Peer.fit
+    monkeypatch.setattr(tiny.Peer, "fit", stop)
+    with pytest.raises(Interrupted, match=r"interrupted at trial 1 \(the study's 1 finished "
+                                          r"trials are in .*s\.journal, where a rerun resumes"):
+        tiny.step(_params(tmp_path, 2), "other", "nf_nhits", **out)
+    assert not (tmp_path / "s.log").exists() and not (tmp_path / "s.best").exists()
+    monkeypatch.setattr(tiny.Peer, "fit", fit)
+    tiny.step(_params(tmp_path, 2), "other", "nf_nhits", **out)   # resumes: trial 2 runs
+    rows = list(csv.DictReader(open(out["log"])))
+    assert [r["state"] for r in rows] == ["COMPLETE", "FAIL", "COMPLETE"]
