@@ -154,10 +154,10 @@ def step(params: str, subset: str, peer: str, journal: str, log: str, best: str)
     if peer not in SEARCHED:
         raise UserInputError(f"peer_search: {peer!r} has no Auto search here; allowed: "
                              f"{', '.join(SEARCHED)}")
+    cfg = search_of(params)           # a wrong setting is named before the extra is looked for
     library()
     from optuna.trial import TrialState
     t0 = time.perf_counter()
-    cfg = search_of(params)
     input_size = competition_peers(read_yaml(params)["peers"])["input_size"][subset]
     p, prof = subset_params(params, subset, holdout="validation")
     store = field_store(p, prof)
